@@ -1,0 +1,46 @@
+# Attention by Hand: one entry point for readers, students, instructors and CI.
+#   make site   set up .venv if needed, build the website, print where it is
+#   make test   set up everything, then run every test (the book build and nbgrader included)
+# Only Python 3.11 and make are assumed; everything else is installed from requirements.txt
+# (and Debian's Chromium for the browser test, with apt-get when run as root).
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+SITE := _build/html/index.html
+QKV_BUILT := _build/.qkv-built
+PYTEST_ARGS ?=
+
+.PHONY: site test venv browser clean
+
+site: $(INSTALLED)
+	@# A change to src/qkv changes numbers on every page: rebuild them all (Sphinx only tracks the pages).
+	@if [ -f $(QKV_BUILT) ] && [ -z "$$(find src/qkv -name '*.py' -newer $(QKV_BUILT))" ]; then all=; else all=--all; fi; \
+	$(BIN)/jupyter-book build . --warningiserror --keep-going $$all
+	@touch $(QKV_BUILT)
+	@echo "The website is at $(CURDIR)/$(SITE)"
+
+test: $(INSTALLED) browser
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+venv: $(INSTALLED)
+
+$(INSTALLED): requirements.txt pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found; run: make PYTHON=/path/to/python3.11"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip
+	$(BIN)/python -m pip install -r requirements.txt
+	@touch $@
+
+# The browser test drives Debian's Chromium (no browser download); a CJK font lets it show the tokens.
+browser:
+	@if [ -x /usr/bin/chromium ] && fc-list 2>/dev/null | grep -qi 'wenquanyi\|noto sans cjk'; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-microhei; \
+	else \
+		echo "The browser test needs Debian's Chromium and a CJK font: sudo apt-get install chromium fonts-wqy-microhei"; exit 1; \
+	fi
+
+clean:
+	rm -rf _build
