@@ -6,7 +6,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import as_bias, as_matrix, as_real_array, check_head_params, check_num_heads, check_tokens
+from ._validate import (
+    as_bias,
+    as_matrix,
+    as_real_array,
+    check_head_params,
+    check_num_heads,
+    check_tokens,
+    shape_str,
+)
 from .attention import linear, scaled_dot_product_attention, self_attention
 
 
@@ -94,15 +102,19 @@ def _check_multi_head(X, heads, W_O, b_O):
                 "all heads must read the same tokens"
             )
     check_tokens(X, heads[0].d_model, "W_Q")
+    W_O, b_O = _check_output_projection(W_O, b_O, [head.d_v for head in heads])
+    return heads, W_O, b_O
+
+
+def _check_output_projection(W_O, b_O, widths):
+    """W_O needs one row per column of the concatenated head outputs (``widths`` = each head's d_v)."""
     W_O = as_matrix("W_O", W_O)
-    widths = [head.d_v for head in heads]
     if W_O.shape[0] != sum(widths):
         raise ValueError(
-            f"W_O has {W_O.shape[0]} rows but the {len(heads)} heads' outputs concatenate to "
+            f"W_O has {W_O.shape[0]} rows but the {len(widths)} heads' outputs concatenate to "
             f"{sum(widths)} columns (d_v per head: {', '.join(map(str, widths))})"
         )
-    b_O = as_bias("b_O", b_O, W_O.shape[1], "W_O")
-    return heads, W_O, b_O
+    return W_O, as_bias("b_O", b_O, W_O.shape[1], "W_O")
 
 
 def split_heads(Z, num_heads):
@@ -120,7 +132,7 @@ def split_heads(Z, num_heads):
     *lead, n, d_model = Z.shape
     if d_model % num_heads:
         raise ValueError(
-            f"split_heads: d_model={d_model} (shape {tuple(Z.shape)}) is not divisible by num_heads={num_heads}"
+            f"split_heads: d_model={d_model} (shape {shape_str(Z.shape)}) is not divisible by num_heads={num_heads}"
         )
     d_k = d_model // num_heads
     return Z.reshape(*lead, n, num_heads, d_k).swapaxes(-3, -2)  # (..., h, n, d_k)
@@ -156,16 +168,17 @@ def fuse_heads(heads):
                 f"has {(head.d_model, head.d_k, head.d_v)}; fused heads must all have the same sizes"
             )
 
-    def stack(field, width):
-        parts = [getattr(h, field) for h in heads]
-        if all(p is None for p in parts):
-            return None
-        return np.concatenate([np.zeros(width) if p is None else p for p in parts], axis=-1)
+    d_k, d_v = heads[0].d_k, heads[0].d_v
 
-    return Head(
-        stack("W_Q", None), stack("W_K", None), stack("W_V", None),
-        stack("b_Q", heads[0].d_k), stack("b_K", heads[0].d_k), stack("b_V", heads[0].d_v),
-    )
+    def side_by_side(field, width):
+        """One parameter of every head, concatenated along its columns; a missing bias is zeros."""
+        parts = [getattr(head, field) for head in heads]
+        if all(part is None for part in parts):
+            return None
+        return np.concatenate([np.zeros(width) if part is None else part for part in parts], axis=-1)
+
+    widths = {"W_Q": d_k, "W_K": d_k, "W_V": d_v, "b_Q": d_k, "b_K": d_k, "b_V": d_v}
+    return Head(*(side_by_side(field, width) for field, width in widths.items()))
 
 
 def fused_multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, b_Q=None, b_K=None, b_V=None, b_O=None, mask=None):
@@ -184,11 +197,26 @@ def fused_multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, b_Q=None, b_K=N
     Returns:
         ``(Y, weights)`` with shapes ``(..., n, d_out)`` and ``(..., h, n, n)``.
     """
-    W_Q, W_K, W_V, b_Q, b_K, b_V = check_head_params(W_Q, W_K, W_V, b_Q, b_K, b_V)
-    X = check_tokens(X, W_Q.shape[0], "W_Q")
+    X, num_heads, W_O, b_O = _check_fused(X, W_Q, W_K, W_V, W_O, num_heads, b_Q, b_K, b_V, b_O)
     Q = split_heads(linear(X, W_Q, b_Q), num_heads)  # (..., h, n, d_k)
     K = split_heads(linear(X, W_K, b_K), num_heads)  # (..., h, n, d_k)
     V = split_heads(linear(X, W_V, b_V), num_heads)  # (..., h, n, d_v)
+    mask = None if mask is None else np.expand_dims(mask, -3)  # (..., 1, n, n): one mask for every head
     heads_output, weights = scaled_dot_product_attention(Q, K, V, mask)  # (..., h, n, d_v), (..., h, n, n)
     Y = linear(merge_heads(heads_output), W_O, b_O)  # (..., n, d_out)
     return Y, weights
+
+
+def _check_fused(X, W_Q, W_K, W_V, W_O, num_heads, b_Q, b_K, b_V, b_O):
+    """Validate the fused parameters against X, each other and the number of heads."""
+    W_Q, W_K, W_V, b_Q, b_K, b_V = check_head_params(W_Q, W_K, W_V, b_Q, b_K, b_V)
+    X = check_tokens(X, W_Q.shape[0], "W_Q")
+    num_heads = check_num_heads(num_heads)
+    for name, W in (("W_Q", W_Q), ("W_V", W_V)):
+        if W.shape[1] % num_heads:
+            raise ValueError(
+                f"{name} has {W.shape[1]} columns (shape {shape_str(W.shape)}), "
+                f"not divisible by num_heads={num_heads}: every head needs an equal slice"
+            )
+    W_O, b_O = _check_output_projection(W_O, b_O, [W_V.shape[1] // num_heads] * num_heads)
+    return X, num_heads, W_O, b_O

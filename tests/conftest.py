@@ -1,0 +1,36 @@
+"""Shared fixtures: the repository root and one fresh build of the website per test session."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory) -> Path:
+    """Build the whole book from scratch (warnings are errors) and return its ``_build/html``.
+
+    The build goes to a temporary folder, so the tests never depend on, or disturb, the
+    ``_build/`` of ``make site``. Set ``QKV_TEST_SITE`` to an existing ``html`` folder to
+    reuse a build while working on the tests themselves.
+    """
+    reuse = os.environ.get("QKV_TEST_SITE")
+    if reuse:
+        html = Path(reuse)
+        assert (html / "index.html").is_file(), f"QKV_TEST_SITE={reuse} holds no index.html"
+        return html
+    out = tmp_path_factory.mktemp("site")
+    jupyter_book = Path(sys.executable).with_name("jupyter-book")
+    result = subprocess.run(
+        [str(jupyter_book), "build", str(ROOT), "--path-output", str(out), "--warningiserror", "--keep-going", "--all"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, f"the book build failed:\n{result.stdout[-6000:]}\n{result.stderr[-6000:]}"
+    return out / "_build" / "html"
