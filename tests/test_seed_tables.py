@@ -1,7 +1,7 @@
 """qkv reproduces every table the seed articles print.
 
-The expected values below are typed from the articles (shared seeds 000, 001 and 002), digit
-for digit; they are the external truth the reference implementation is held to.
+The expected values are typed from the articles (seeds.py, and seed 001's small matrix below),
+digit for digit; they are the external truth the reference implementation is held to.
 """
 
 from __future__ import annotations
@@ -11,48 +11,20 @@ import pytest
 
 import qkv
 
-# Seed 000, sections 1-3 to 1-7: "外送 晚到 補償", two heads.
-SEED_000 = {
-    1: {
-        "Q_raw": [[1, 0], [0, 1], [1, 1]],
-        "B_Q": [[0, 0], [0, 0], [0, 0]],
-        "Q": [[1, 0], [0, 1], [1, 1]],
-        "K_raw": [[-0.707107, -0.707107], [0.707107, 0.707107], [0, 0]],
-        "B_K": [[0.707107, 0.707107]] * 3,
-        "K": [[0, 0], [1.414214, 1.414214], [0.707107, 0.707107]],
-        "V_raw": [[1, 0], [0, 1], [1, 1]],
-        "B_V": [[0, 0], [0, 0], [0, 0]],
-        "V": [[1, 0], [0, 1], [1, 1]],
-        "K_T": [[0, 1.414214, 0.707107], [0, 1.414214, 0.707107]],
-        "S_raw": [[0, 1.414214, 0.707107], [0, 1.414214, 0.707107], [0, 2.828428, 1.414214]],
-        "S": [[0, 1, 0.5], [0, 1, 0.5], [0, 2, 1]],
-        "A": [[0.186324, 0.506480, 0.307196], [0.186324, 0.506480, 0.307196], [0.090031, 0.665241, 0.244728]],
-        "O": [[0.493520, 0.813676], [0.493520, 0.813676], [0.334759, 0.909969]],
-    },
-    2: {
-        "Q_raw": [[1, 0], [0, 1], [1, 1]],
-        "B_Q": [[0, 0], [0, 0], [0, 0]],
-        "Q": [[1, 0], [0, 1], [1, 1]],
-        "K_raw": [[-0.707107, -0.707107], [-1.414214, -1.414214], [-2.121321, -2.121321]],
-        "B_K": [[2.121321, 2.121321]] * 3,
-        "K": [[1.414214, 1.414214], [0.707107, 0.707107], [0, 0]],
-        "V_raw": [[0, 1], [1, 0], [0, 0]],
-        "B_V": [[0, 0], [0, 0], [0, 0]],
-        "V": [[0, 1], [1, 0], [0, 0]],
-        "K_T": [[1.414214, 0.707107, 0], [1.414214, 0.707107, 0]],
-        "S_raw": [[1.414214, 0.707107, 0], [1.414214, 0.707107, 0], [2.828428, 1.414214, 0]],
-        "S": [[1, 0.5, 0], [1, 0.5, 0], [2, 1, 0]],
-        "A": [[0.506480, 0.307196, 0.186324], [0.506480, 0.307196, 0.186324], [0.665241, 0.244728, 0.090031]],
-        "O": [[0.307196, 0.506480], [0.307196, 0.506480], [0.244728, 0.665241]],
-    },
-}
-SEED_000_O_CONCAT = [
-    [0.493520, 0.813676, 0.307196, 0.506480],
-    [0.493520, 0.813676, 0.307196, 0.506480],
-    [0.334759, 0.909969, 0.244728, 0.665241],
-]
-SEED_000_Y = SEED_000_O_CONCAT  # W_O = I, b_O = 0: the seed prints Y_raw and Y equal to O_concat
-SEED_000_SQRT_DK = 1.414214
+from .seeds import (
+    SEED_000,
+    SEED_000_O_CONCAT,
+    SEED_000_SQRT_DK,
+    SEED_000_Y,
+    SEED_002_Q1_EXP_SUM,
+    SEED_002_Q1_EXPS,
+    SEED_002_Q1_OUTPUT,
+    SEED_002_Q1_RAW_SCORES,
+    SEED_002_Q1_SCALED_SCORES,
+    SEED_002_Q1_WEIGHTS,
+    SEED_002_SOFTMAX_MODERATE,
+    SEED_002_SOFTMAX_SATURATED,
+)
 
 # The seed prints six decimals; its inputs are themselves rounded (0.707107 for 1/sqrt(2)),
 # which moves S[2, 1] by 6e-7. 1e-6 is the tolerance that six printed decimals allow.
@@ -138,13 +110,13 @@ def test_seed_002_q1_example_to_the_printed_digits():
     ex = qkv.examples.q1_example()
     output, weights = qkv.scaled_dot_product_attention(ex.Q, ex.K, ex.V)
     raw_scores = ex.Q @ ex.K.T
-    np.testing.assert_array_equal(np.round(raw_scores, 0), [[1, 0, 1]])
-    np.testing.assert_array_equal(np.round(raw_scores / np.sqrt(2), 3), [[0.707, 0, 0.707]])
+    np.testing.assert_array_equal(np.round(raw_scores, 0), [SEED_002_Q1_RAW_SCORES])
+    np.testing.assert_array_equal(np.round(raw_scores / np.sqrt(2), 3), [SEED_002_Q1_SCALED_SCORES])
     exps = np.exp(raw_scores / np.sqrt(2))
-    np.testing.assert_array_equal(np.round(exps, 2), [[2.03, 1.00, 2.03]])
-    assert round(float(exps.sum()), 2) == 5.06
-    np.testing.assert_array_equal(np.round(weights, 2), [[0.40, 0.20, 0.40]])
-    np.testing.assert_array_equal(np.round(output, 2), [[0.80, 0.60]])
+    np.testing.assert_array_equal(np.round(exps, 2), [SEED_002_Q1_EXPS])
+    assert round(float(exps.sum()), 2) == SEED_002_Q1_EXP_SUM
+    np.testing.assert_array_equal(np.round(weights, 2), [SEED_002_Q1_WEIGHTS])
+    np.testing.assert_array_equal(np.round(output, 2), [SEED_002_Q1_OUTPUT])
 
 
 def test_seed_002_softmax_figures_to_the_printed_digits():
@@ -153,10 +125,9 @@ def test_seed_002_softmax_figures_to_the_printed_digits():
     ex = qkv.examples.softmax_saturation_example()
     moderate = qkv.softmax(ex.moderate)
     saturated = qkv.softmax(ex.scaled_up)
-    np.testing.assert_array_equal(np.round(moderate, 2), [0.67, 0.24, 0.09])
-    assert round(float(saturated[0]), 5) == 0.99995
-    assert round(float(saturated[1]), 6) == 0.000045
-    assert round(float(saturated[2]), 9) == 0.000000002
+    np.testing.assert_array_equal(np.round(moderate, 2), SEED_002_SOFTMAX_MODERATE)
+    for value, printed, digits in zip(saturated, SEED_002_SOFTMAX_SATURATED, (5, 6, 9)):
+        assert round(float(value), digits) == printed, f"{value} does not round to the printed {printed}"
     np.testing.assert_allclose(qkv.softmax(ex.scaled_up / np.sqrt(ex.d_k)), moderate, rtol=0, atol=1e-15)
 
 
