@@ -1,0 +1,452 @@
+"""Look at the built website the way a reader's browser does: served on 127.0.0.1, opened in Chromium.
+
+``test_site_browser.py`` holds the assertions; this module holds the machinery:
+
+- ``toc_docnames``: the pages of ``_toc.yml``, root first, in reading order;
+- ``serve``: the html folder over HTTP on 127.0.0.1, on a free port;
+- ``launch_chromium``: Debian's Chromium driven by Playwright (no browser download);
+- ``Recorder``: every request, response, failure and console error of one page, and a guard that
+  blocks (and records) any request that would leave the test server;
+- ``visit``: open one page, wait for the load event and for MathJax, force every image to load,
+  take a full-page screenshot, and collect what the tests check;
+- ``probe_cjk_fonts``: which fonts actually drew each run of Chinese text (Chromium's
+  ``CSS.getPlatformFontsForNode``);
+- ``FontCoverage``: whether those fonts have glyphs for it, as fontconfig says;
+- ``fetch``: a plain GET to the test server, for links and downloads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import http.server
+import shutil
+import subprocess
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import yaml
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+# Wide enough for the theme to show the primary sidebar (it collapses below 960 px).
+VIEWPORT = {"width": 1280, "height": 900}
+PAGE_TIMEOUT_MS = 60_000
+
+# What raw TeX looks like in a reader's text: \( \) \[ \] delimiters, $$, or any command such as
+# \sqrt or \begin (a title whose math was flattened to text shows "\sqrt{d_k}" with no delimiters).
+RAW_TEX = r"\\(?:[A-Za-z]+|[()\[\]])|\$\$"
+
+
+def toc_docnames(toc_file: Path) -> list[str]:
+    """The documents of a Jupyter Book ``_toc.yml``: the root, then every file in reading order."""
+    toc = yaml.safe_load(toc_file.read_text(encoding="utf-8"))
+    names = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                names.append(entry["file"])
+            walk(entry.get("sections"))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    walk(toc.get("sections"))
+    return [str(Path(name).with_suffix("")) for name in names]
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the name of the overridden argument
+        pass
+
+
+@contextlib.contextmanager
+def serve(directory: Path) -> Iterator[str]:
+    """Serve ``directory`` on 127.0.0.1 on a free port; yield its base URL (ending in ``/``)."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, name="site-server", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+# The test server is on this machine: never send its requests through a proxy from the environment.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def fetch(url: str) -> tuple[int, bytes]:
+    """GET ``url`` directly; its HTTP status and body."""
+    try:
+        with _DIRECT.open(url, timeout=30) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, b""
+
+
+def launch_chromium(playwright, **options):
+    """Debian's Chromium, headless, with the flags that work on this kind of machine."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, **options)
+
+
+def page_url(base: str, docname: str) -> str:
+    return urllib.parse.urljoin(base, docname + ".html")
+
+
+def without_fragment(url: str) -> str:
+    """The page a link leads to: the URL without its ``#fragment`` and ``?query``."""
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+
+
+def docname_of(base: str, url: str) -> str | None:
+    """``book/index`` for ``<base>book/index.html#x``; None for a URL outside the site or not a page."""
+    url = without_fragment(url)
+    if not url.startswith(base) or not url.endswith(".html"):
+        return None
+    return url[len(base) : -len(".html")]
+
+
+class Recorder:
+    """Everything one page asks of the network and says on its console.
+
+    Every request goes through a route handler: requests to the test server go on, anything
+    else (another host, another port, a CDN) is blocked and recorded in ``outside``.
+    """
+
+    def __init__(self, base: str):
+        self.base = base
+        origin = urllib.parse.urlsplit(base)
+        self._origin = (origin.scheme, origin.hostname, origin.port)
+        self.requests: list[str] = []
+        self.responses: list[tuple[int, str]] = []
+        self.failed: list[str] = []
+        self.outside: list[str] = []
+        self.console_errors: list[str] = []
+        self.console_warnings: list[str] = []
+
+    def _is_local(self, url: str) -> bool:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme in ("data", "blob", "about"):
+            return True
+        return (parts.scheme, parts.hostname, parts.port) == self._origin
+
+    def _route(self, route, request):
+        if self._is_local(request.url):
+            route.continue_()
+        else:
+            self.outside.append(f"{request.method} {request.url} ({request.resource_type})")
+            route.abort("blockedbyclient")
+
+    def _on_request_failed(self, request):
+        if not self._is_local(request.url):
+            return  # blocked by _route, already in self.outside
+        self.failed.append(f"{request.method} {request.url}: {request.failure}")
+
+    def _on_console(self, message):
+        location = message.location or {}
+        where = f" at {location.get('url', '?')}:{location.get('lineNumber', '?')}" if location.get("url") else ""
+        text = f"console.{message.type}: {message.text}{where}"
+        if message.type == "error":
+            self.console_errors.append(text)
+        elif message.type == "warning":
+            self.console_warnings.append(text)
+
+    def attach(self, page) -> None:
+        page.route("**/*", self._route)
+        page.on("request", lambda request: self.requests.append(request.url))
+        page.on("response", lambda response: self.responses.append((response.status, response.url)))
+        page.on("requestfailed", self._on_request_failed)
+        page.on("console", self._on_console)
+        page.on("pageerror", lambda error: self.console_errors.append(f"uncaught exception: {error}"))
+        page.on("websocket", lambda ws: self.outside.append(f"WebSocket {ws.url}"))
+
+    def network_problems(self) -> list[str]:
+        problems = [f"HTTP {status} for {url}" for status, url in self.responses if status != 200]
+        problems += [f"request failed: {failure}" for failure in self.failed]
+        problems += [f"request leaving the test server (blocked): {request}" for request in self.outside]
+        return problems
+
+
+# Installed before any script of the page runs: note when MathJax has finished its first typesetting.
+MATHJAX_WATCH = """
+(() => {
+  const watch = () => {
+    const mj = window.MathJax;
+    if (mj && mj.startup && mj.startup.promise) {
+      mj.startup.promise.then(
+        () => { window.__qkvMathDone = performance.now(); },
+        (error) => { window.__qkvMathError = String(error); window.__qkvMathDone = performance.now(); });
+      return;
+    }
+    const loadsMathJax = document.querySelector('script[src*="mathjax"]');
+    if (document.readyState === 'complete' && !loadsMathJax) return;  // a page without math
+    setTimeout(watch, 5);
+  };
+  watch();
+})();
+"""
+
+MATHJAX_SETTLED = """() => window.__qkvMathDone !== undefined
+    || (document.readyState === 'complete' && !document.querySelector('script[src*="mathjax"]'))"""
+
+LOAD_TIMES = """() => {
+  const nav = performance.getEntriesByType('navigation')[0];
+  return {load: nav ? nav.loadEventEnd - nav.startTime : null,
+          mathDone: window.__qkvMathDone === undefined ? null : window.__qkvMathDone,
+          mathError: window.__qkvMathError || null};
+}"""
+
+# Make every image load now (lazy ones included), then wait until each is decoded or has failed.
+IMAGES = """async () => {
+  const images = [...document.images];
+  for (const img of images) img.loading = 'eager';
+  for (let y = 0; y < document.documentElement.scrollHeight; y += window.innerHeight) {
+    window.scrollTo(0, y);
+    await new Promise((resolve) => requestAnimationFrame(() => resolve()));
+  }
+  window.scrollTo(0, 0);
+  const timeout = (ms) => new Promise((resolve) => setTimeout(() => resolve('timed out'), ms));
+  return Promise.all(images.map(async (img) => {
+    const error = await Promise.race([img.decode().then(() => null, (e) => String(e)), timeout(20000)]);
+    return {src: img.currentSrc || img.src || img.outerHTML.slice(0, 120), alt: img.alt,
+            naturalWidth: img.naturalWidth, naturalHeight: img.naturalHeight, error};
+  }));
+}"""
+
+# Typeset math, leftover TeX in the text a reader sees (code listings excluded), MathJax errors.
+MATH = """(rawTexPattern) => {
+  const skip = 'script,style,noscript,template,textarea,pre,code,.highlight,mjx-container';
+  const rawTexRegex = new RegExp(rawTexPattern);
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const rawTex = [];
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    if (!node.parentElement || node.parentElement.closest(skip)) continue;
+    const text = node.nodeValue;
+    const found = rawTexRegex.exec(text);
+    if (found) {
+      const around = text.slice(Math.max(0, found.index - 40), found.index + 60).replace(/\\s+/g, ' ');
+      const link = node.parentElement.closest('a[href]');
+      rawTex.push(around + (link ? ` (in a link to ${link.getAttribute('href')})` : ''));
+    }
+  }
+  const title = rawTexRegex.exec(document.title);
+  if (title) rawTex.push(`${document.title} (the page title, shown on the browser tab)`);
+  const maths = [...document.querySelectorAll('.math')];
+  return {
+    mathElements: maths.length,
+    untypeset: maths.filter((m) => !m.querySelector('mjx-container'))
+                    .map((m) => m.textContent.trim().slice(0, 80)),
+    containers: document.querySelectorAll('mjx-container').length,
+    errors: [...document.querySelectorAll('mjx-merror')]
+              .map((e) => e.getAttribute('data-mjx-error') || e.textContent.slice(0, 80)),
+    rawTex,
+    mathjaxVersion: (window.MathJax && window.MathJax.version) || null,
+  };
+}"""
+
+NAVIGATION = """() => ({
+  sidebar: [...document.querySelectorAll('#pst-primary-sidebar a[href]')].map((a) => a.href),
+  next: [...document.querySelectorAll('a.right-next')].map((a) => a.href),
+  prev: [...document.querySelectorAll('a.left-prev')].map((a) => a.href),
+  links: [...document.querySelectorAll('a[href]')].map((a) => a.href),
+  icon: (document.querySelector('link[rel~="icon"]') || {}).href || null,
+})"""
+
+# Wrap every run of Chinese characters in a <span data-cjk-probe>, so that the fonts Chromium
+# reports for the span are the fonts that drew those characters and nothing else.
+CJK_PROBES = """(limit) => {
+  const han = /\\p{Script=Han}/u;
+  const run = /[\\p{Script=Han}\\u3000-\\u303f\\uff00-\\uffef]+/gu;
+  const skip = 'script,style,noscript,template,textarea,svg,mjx-assistive-mml';
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const nodes = [];
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    if (node.parentElement && !node.parentElement.closest(skip) && han.test(node.nodeValue)) nodes.push(node);
+  }
+  const describe = (el) => {
+    const parts = [];
+    for (let e = el; e && e !== document.body && parts.length < 4; e = e.parentElement) {
+      const cls = [...e.classList].filter((c) => !c.startsWith('data-')).slice(0, 2).join('.');
+      parts.unshift(e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (cls ? '.' + cls : ''));
+    }
+    return parts.join(' > ');
+  };
+  const probes = [];
+  const seen = new Set();
+  let next = 0;
+  for (const node of nodes) {
+    const text = node.nodeValue;
+    const where = describe(node.parentElement);
+    const fragment = document.createDocumentFragment();
+    let last = 0;
+    for (const match of text.matchAll(run)) {
+      if (!han.test(match[0])) continue;
+      fragment.append(text.slice(last, match.index));
+      const span = document.createElement('span');
+      span.textContent = match[0];
+      fragment.append(span);
+      last = match.index + match[0].length;
+      const style = getComputedStyle(node.parentElement);
+      const key = [match[0], style.fontFamily, style.fontWeight, style.fontStyle].join('|');
+      if (seen.has(key) || probes.length >= limit) continue;
+      seen.add(key);
+      span.dataset.cjkProbe = String(next);
+      probes.push({id: String(next++), text: match[0], fontFamily: style.fontFamily, where});
+    }
+    fragment.append(text.slice(last));
+    node.replaceWith(fragment);
+  }
+  return probes;
+}"""
+
+
+@dataclasses.dataclass
+class PageVisit:
+    """What one page did when a reader's browser opened it."""
+
+    docname: str
+    url: str
+    status: int | None
+    recorder: Recorder
+    load_ms: float | None = None
+    math: dict = dataclasses.field(default_factory=dict)
+    images: list[dict] = dataclasses.field(default_factory=list)
+    cjk: list[dict] = dataclasses.field(default_factory=list)
+    sidebar: list[str] = dataclasses.field(default_factory=list)
+    next: list[str] = dataclasses.field(default_factory=list)
+    prev: list[str] = dataclasses.field(default_factory=list)
+    links: list[str] = dataclasses.field(default_factory=list)
+    favicon: str | None = None
+    screenshot: Path | None = None
+    problems_before_checks: list[str] = dataclasses.field(default_factory=list)
+
+
+def new_page(browser, recorder: Recorder, **context_options):
+    """A fresh browser context (empty cache and storage) with one page watched by ``recorder``."""
+    context = browser.new_context(viewport=VIEWPORT, **context_options)
+    context.set_default_timeout(PAGE_TIMEOUT_MS)
+    page = context.new_page()
+    recorder.attach(page)
+    return context, page
+
+
+def visit(browser, base: str, docname: str, screenshot_dir: Path | None) -> PageVisit:
+    """Open one page as a reader would and collect everything the tests look at."""
+    recorder = Recorder(base)
+    context, page = new_page(browser, recorder)
+    try:
+        page.add_init_script(MATHJAX_WATCH)
+        url = page_url(base, docname)
+        response = page.goto(url, wait_until="load")
+        result = PageVisit(docname, url, response.status if response else None, recorder)
+        try:
+            page.wait_for_function(MATHJAX_SETTLED, timeout=PAGE_TIMEOUT_MS)
+        except Exception as error:  # noqa: BLE001 - reported as a finding, the other checks still run
+            result.problems_before_checks.append(f"MathJax did not finish typesetting: {error}")
+        times = page.evaluate(LOAD_TIMES)
+        if times["mathError"]:
+            result.problems_before_checks.append(f"MathJax failed: {times['mathError']}")
+        result.load_ms = max(t for t in (times["load"], times["mathDone"]) if t is not None)
+        result.images = page.evaluate(IMAGES)
+        result.math = page.evaluate(MATH, RAW_TEX)
+        navigation = page.evaluate(NAVIGATION)
+        result.sidebar, result.next, result.prev = navigation["sidebar"], navigation["next"], navigation["prev"]
+        result.links = navigation["links"]
+        # Chromium does not fetch the favicon while requests are routed; a reader's browser does.
+        result.favicon = navigation["icon"] or urllib.parse.urljoin(base, "/favicon.ico")
+        if screenshot_dir is not None:
+            result.screenshot = screenshot_dir / (docname.replace("/", "__") + ".png")
+            page.screenshot(path=str(result.screenshot), full_page=True)
+        # Last, because it rewraps the page's text in probe spans.
+        result.cjk = probe_cjk_fonts(context, page)
+        page.wait_for_load_state("networkidle")  # late requests (fonts, the favicon) are recorded too
+        return result
+    finally:
+        context.close()
+
+
+def probe_cjk_fonts(context, page, limit: int = 400) -> list[dict]:
+    """For each distinct run of Chinese text: the fonts Chromium drew it with (name, glyph count)."""
+    probes = page.evaluate(CJK_PROBES, limit)
+    if not probes:
+        return []
+    cdp = context.new_cdp_session(page)
+    cdp.send("DOM.enable")
+    cdp.send("CSS.enable")
+    root = cdp.send("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
+    for probe in probes:
+        found = cdp.send("DOM.querySelector", {"nodeId": root, "selector": f'[data-cjk-probe="{probe["id"]}"]'})
+        fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": found["nodeId"]})["fonts"]
+        probe["fonts"] = fonts
+    cdp.detach()
+    return probes
+
+
+class FontCoverage:
+    """Which characters each installed font has glyphs for, as fontconfig (Chromium's source on Linux) says."""
+
+    def __init__(self):
+        if shutil.which("fc-list") is None:
+            raise RuntimeError("fc-list (fontconfig) is missing: install Debian's chromium, which brings it")
+        listing = subprocess.run(
+            ["fc-list", "--format", "%{family}\t%{postscriptname}\t%{file}\t%{charset}\n"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        self.by_postscript: dict[str, list[tuple[int, int]]] = {}
+        self.by_family: dict[str, list[list[tuple[int, int]]]] = {}
+        self.by_file: dict[str, list[tuple[int, int]]] = {}
+        for line in listing.splitlines():
+            family, postscript, file, charset = (line.split("\t") + ["", "", "", ""])[:4]
+            ranges = []
+            for item in charset.split():
+                low, _, high = item.partition("-")
+                ranges.append((int(low, 16), int(high or low, 16)))
+            self.by_file[file] = self.by_file.get(file, []) + ranges
+            if postscript:
+                self.by_postscript[postscript] = ranges
+            for name in family.split(","):
+                self.by_family.setdefault(name.strip().lower(), []).append(ranges)
+
+    @staticmethod
+    def _has(ranges, char: str) -> bool:
+        code = ord(char)
+        return any(low <= code <= high for low, high in ranges)
+
+    def files_without(self, char: str) -> list[str]:
+        """The installed font files that have no glyph for ``char``."""
+        return [file for file, ranges in self.by_file.items() if file and not self._has(ranges, char)]
+
+    def covers(self, font: dict, char: str) -> bool | None:
+        """True/False if fontconfig knows the font Chromium reported; None if it does not (a web font)."""
+        if font.get("isCustomFont"):
+            return None
+        ranges = self.by_postscript.get(font.get("postScriptName", ""))
+        if ranges is not None:
+            return self._has(ranges, char)
+        faces = self.by_family.get(font.get("familyName", "").lower())
+        if faces is None:
+            return None
+        return any(self._has(ranges, char) for ranges in faces)

@@ -1,0 +1,482 @@
+"""The website as a reader sees it: every page of the table of contents opened in headless Chromium.
+
+The built site is served on 127.0.0.1 (a free port) and every page is opened in a fresh browser
+context. Any request that would leave the test server is blocked and reported. For each page the
+test checks HTTP status of the page and every asset, the console, typeset math, decoded images,
+the font that actually drew the Chinese text, and the navigation (sidebar, next/previous, search).
+The Exercises page must offer each released problem set as a zip without solutions.
+
+A full-page screenshot of every page goes to ``_build/screenshots/`` for review, with the measured
+load times (navigation start to the load event and MathJax's first typesetting) in ``load-times.txt``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import statistics
+import zipfile
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import sync_playwright
+
+from .browser_support import (
+    CHROMIUM,
+    MATH,
+    RAW_TEX,
+    FontCoverage,
+    Recorder,
+    docname_of,
+    fetch,
+    launch_chromium,
+    new_page,
+    page_url,
+    probe_cjk_fonts,
+    serve,
+    toc_docnames,
+    visit,
+    without_fragment,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+PAGES = toc_docnames(ROOT / "_toc.yml")
+EXERCISES_PAGE = "book/exercises"
+PROBLEM_SETS = [f"ps{n}" for n in range(1, 7)]
+# nbgrader's markers; none may survive into what students download.
+SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def site(built_site):
+    """The base URL of the built site, served on 127.0.0.1."""
+    with serve(built_site) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def playwright():
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: run `make browser` (apt-get install chromium fonts-wqy-microhei)")
+    with sync_playwright() as driver:
+        yield driver
+
+
+@pytest.fixture(scope="module")
+def browser(playwright):
+    chromium = launch_chromium(playwright)
+    yield chromium
+    chromium.close()
+
+
+@pytest.fixture(scope="module")
+def screenshots():
+    """``_build/screenshots/``, emptied of the previous run's pictures."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for old in SCREENSHOTS.glob("*.png"):
+        old.unlink()
+    return SCREENSHOTS
+
+
+@pytest.fixture(scope="module")
+def visits(browser, site, screenshots):
+    """Each table-of-contents page opened once (lazily), shared by the checks below."""
+    cache = {}
+
+    def get(docname):
+        if docname not in cache:
+            cache[docname] = visit(browser, site, docname, screenshots)
+        return cache[docname]
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def fonts():
+    return FontCoverage()
+
+
+def report(docname, problems):
+    return f"{docname}:\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_page_and_every_asset_load_from_the_test_server(visits, docname):
+    page = visits(docname)
+    problems = []
+    if page.status != 200:
+        problems.append(f"HTTP {page.status} for the page itself, {page.url}")
+    problems += page.recorder.network_problems()
+    status, _ = fetch(page.favicon)
+    if status != 200:
+        problems.append(f"HTTP {status} for the favicon {page.favicon} (every reader's browser asks for it)")
+    assert not problems, report(docname, problems)
+    assert page.recorder.requests, f"{docname}: the recorder saw no request at all"
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_page_has_no_console_errors(visits, docname):
+    page = visits(docname)
+    problems = page.problems_before_checks + page.recorder.console_errors
+    assert not problems, report(docname, problems)
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_math_is_typeset(visits, docname):
+    page = visits(docname)
+    math = page.math
+    problems = []
+    if math["mathElements"] and not math["containers"]:
+        problems.append(
+            f"{math['mathElements']} math elements but no MathJax output (mjx-container); "
+            f"MathJax version loaded: {math['mathjaxVersion']}"
+        )
+    problems += [f"math not typeset: {text!r}" for text in math["untypeset"]]
+    problems += [f"MathJax error: {text!r}" for text in math["errors"]]
+    problems += [f"raw TeX in the visible text: ...{text}..." for text in math["rawTex"]]
+    assert not problems, report(docname, problems)
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_every_image_is_decoded(visits, docname):
+    page = visits(docname)
+    problems = [
+        f"image not decoded: {image['src']} (alt {image['alt']!r}): "
+        f"{image['error'] or 'naturalWidth 0'}"
+        for image in page.images
+        if image["error"] or not image["naturalWidth"]
+    ]
+    assert not problems, report(docname, problems)
+
+
+def _font_problems(probes, fonts):
+    """Runs of Chinese text drawn with fonts that have no glyphs for them (empty boxes, "tofu")."""
+    problems = []
+    for probe in probes:
+        used = [font for font in probe["fonts"] if font.get("glyphCount", 0) > 0]
+        if not used:
+            continue  # not rendered (a collapsed or hidden element)
+        names = ", ".join(f"{f['familyName']} ({f['glyphCount']} glyphs)" for f in used)
+        for char in sorted({c for c in probe["text"] if re.match(r"[\u3400-\u9fff\uf900-\ufaff]", c)}):
+            verdicts = [fonts.covers(font, char) for font in used]
+            if any(verdicts):
+                continue
+            if None in verdicts:
+                problems.append(
+                    f"「{probe['text']}」 in {probe['where']} was drawn with {names}; fontconfig does not "
+                    f"know that font (a web font?), so the test cannot tell whether it has 「{char}」"
+                )
+            else:
+                problems.append(
+                    f"「{probe['text']}」 in {probe['where']} shows empty boxes: drawn with {names}, "
+                    f"which has no glyph for 「{char}」 (font-family: {probe['fontFamily']})"
+                )
+            break
+    return problems
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_chinese_text_is_drawn_with_a_font_that_has_its_glyphs(visits, fonts, docname):
+    """Chromium names the fonts that drew each run of Chinese text; fontconfig says what they contain.
+
+    Without a CJK font the characters fall back to a Latin font's empty box (tofu): that font is
+    what Chromium then reports, and fontconfig shows it has no glyph for them.
+    """
+    problems = _font_problems(visits(docname).cjk, fonts)
+    assert not problems, report(docname, problems)
+
+
+CJK_SAMPLE = "<p>Query 查詢, Key 鍵, Value 值: 外送 晚到 補償</p><pre>中和 有 一個 永和路</pre>"
+
+
+def _probe_sample(browser):
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.set_content(CJK_SAMPLE)
+        return probe_cjk_fonts(context, page)
+    finally:
+        context.close()
+
+
+def test_missing_cjk_font_would_be_reported(playwright, browser, fonts, tmp_path):
+    """The font check passes the sample with this machine's fonts and flags it when Chromium has no CJK font.
+
+    The second browser gets a fontconfig that offers only the installed fonts without 中 (U+4E2D).
+    """
+    with_cjk = _probe_sample(browser)
+    assert len(with_cjk) >= 2 and not _font_problems(with_cjk, fonts), with_cjk
+
+    latin_only = tmp_path / "fonts"
+    latin_only.mkdir()
+    for index, font_file in enumerate(sorted({p for p in fonts.files_without("中")})):
+        (latin_only / f"{index}-{Path(font_file).name}").symlink_to(font_file)
+    config = tmp_path / "fonts.conf"
+    config.write_text(
+        '<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "fonts.dtd">\n'
+        f"<fontconfig><dir>{latin_only}</dir><cachedir>{tmp_path / 'cache'}</cachedir></fontconfig>\n",
+        encoding="utf-8",
+    )
+    no_cjk = launch_chromium(playwright, env={**os.environ, "FONTCONFIG_FILE": str(config)})
+    try:
+        without_cjk = _probe_sample(no_cjk)
+    finally:
+        no_cjk.close()
+    problems = _font_problems(without_cjk, fonts)
+    assert any("empty boxes" in problem for problem in problems), without_cjk
+
+
+def test_the_chinese_glossary_is_probed(visits):
+    """The probe must find the Chinese on the notation page (查詢, 鍵, 值), or the font check above is empty."""
+    page = visits("book/notation")
+    drawn = "".join(p["text"] for p in page.cjk if any(f.get("glyphCount", 0) for f in p["fonts"]))
+    missing = [term for term in ("查詢", "鍵", "值") if term not in drawn]
+    assert not missing, f"book/notation: no rendered Chinese text {missing} found on the page (glossary missing?)"
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_sidebar_links_every_page(visits, site, docname):
+    page = visits(docname)
+    linked = {docname_of(site, url) for url in page.sidebar}
+    missing = [name for name in PAGES if name not in linked]
+    assert not missing, f"{docname}: the sidebar has no link to {missing} (it links {sorted(filter(None, linked))})"
+
+
+def test_internal_links_resolve(visits, site):
+    """Every link on the table-of-contents pages that points into the site answers 200."""
+    targets = {}
+    for docname in PAGES:
+        for url in visits(docname).links:
+            if url.startswith(site):
+                targets.setdefault(without_fragment(url), docname)
+    problems = []
+    for url, docname in sorted(targets.items()):
+        status, _ = fetch(url)
+        if status != 200:
+            problems.append(f"{docname} links to {url}: HTTP {status}")
+    assert not problems, "\n".join(problems)
+
+
+def test_site_root_opens_the_home_page(browser, site):
+    recorder = Recorder(site)
+    context, page = new_page(browser, recorder)
+    try:
+        page.goto(site)
+        page.wait_for_url(page_url(site, PAGES[0]), timeout=15_000)
+    finally:
+        context.close()
+    problems = recorder.network_problems() + recorder.console_errors
+    assert not problems, report(site, problems)
+
+
+def test_sidebar_links_open_every_page(browser, site):
+    """From each page, click the sidebar's link to the next page of the table of contents."""
+    recorder = Recorder(site)
+    context, page = new_page(browser, recorder)
+    problems = []
+    try:
+        page.goto(page_url(site, PAGES[-1]))
+        for target in PAGES:
+            hrefs = page.eval_on_selector_all("#pst-primary-sidebar a[href]", "links => links.map(a => a.href)")
+            matches = [i for i, href in enumerate(hrefs) if docname_of(site, href) == target]
+            here = docname_of(site, page.url)
+            if not matches:
+                problems.append(f"{here}: no sidebar link to {target}")
+                page.goto(page_url(site, target))
+                continue
+            link = page.locator("#pst-primary-sidebar a[href]").nth(matches[0])
+            if docname_of(site, page.url) != target:
+                with page.expect_navigation():
+                    link.click()
+            if docname_of(site, page.url) != target:
+                problems.append(f"{here}: the sidebar link to {target} opened {page.url}")
+    finally:
+        context.close()
+    problems += recorder.network_problems() + recorder.console_errors
+    assert not problems, report("sidebar walk", problems)
+
+
+def _walk(page, site, start, selector):
+    """Follow ``selector`` links from ``start`` until there is none; the docnames in the order seen."""
+    page.goto(page_url(site, start))
+    seen = [start]
+    while page.locator(selector).count() and len(seen) <= 2 * len(PAGES):
+        with page.expect_navigation():
+            page.locator(selector).first.click()
+        seen.append(docname_of(site, page.url) or page.url)
+    return seen
+
+
+def test_next_and_previous_links_walk_every_page_in_order(browser, site):
+    recorder = Recorder(site)
+    context, page = new_page(browser, recorder)
+    try:
+        forward = _walk(page, site, PAGES[0], "a.right-next")
+        backward = _walk(page, site, forward[-1], "a.left-prev")
+    finally:
+        context.close()
+    assert forward == PAGES, f"following 'next' from {PAGES[0]} visits {forward}, the table of contents is {PAGES}"
+    assert backward == list(reversed(PAGES)), f"following 'previous' from {forward[-1]} visits {backward}"
+    problems = recorder.network_problems() + recorder.console_errors
+    assert not problems, report("next/previous walk", problems)
+
+
+def test_search_finds_softmax(browser, site, screenshots):
+    recorder = Recorder(site)
+    context, page = new_page(browser, recorder)
+    try:
+        page.goto(site + "search.html?q=softmax")
+        page.wait_for_function(
+            "() => { const s = document.querySelector('#search-results p.search-summary');"
+            " return s && s.innerText.trim() !== ''; }",
+            timeout=30_000,
+        )
+        summary = page.inner_text("#search-results p.search-summary")
+        hits = page.eval_on_selector_all("#search-results ul.search li a", "links => links.map(a => a.href)")
+        with contextlib.suppress(PlaywrightTimeout):  # the results' math is typeset after they appear
+            page.wait_for_function(f"() => ({MATH})({json.dumps(RAW_TEX)}).rawTex.length === 0", timeout=10_000)
+        math = page.evaluate(MATH, RAW_TEX)
+        page.screenshot(path=str(screenshots / "search-softmax.png"), full_page=True)
+    finally:
+        context.close()
+    chapters = {docname_of(site, url) for url in hits} & set(PAGES)
+    assert chapters, f"search.html?q=softmax: no result links to a chapter ({summary!r}; links {hits})"
+    problems = recorder.network_problems() + recorder.console_errors
+    problems += [f"raw TeX in the search results: ...{text}..." for text in math["rawTex"]]
+    problems += [f"MathJax error: {text!r}" for text in math["errors"]]
+    assert not problems, report("search.html?q=softmax", problems)
+
+
+def test_invalid_theme_mode_would_be_reported(browser, site):
+    """The console check sees the theme's 'Got invalid theme mode' error when it happens.
+
+    The site configures a default mode so that the message never appears; here a stale value in
+    the reader's storage provokes it, to prove that the per-page console check would catch it.
+    """
+    recorder = Recorder(site)
+    context, page = new_page(browser, recorder)
+    try:
+        page.add_init_script("localStorage.setItem('mode', 'sepia')")
+        page.goto(page_url(site, PAGES[0]), wait_until="load")
+        page.wait_for_timeout(300)
+    finally:
+        context.close()
+    assert any("invalid theme mode" in text for text in recorder.console_errors), recorder.console_errors
+
+
+def _problem_set_of(filename):
+    match = re.search(r"(?<![a-z0-9])(ps[1-9])(?![0-9])", filename.lower())
+    return match.group(1) if match else None
+
+
+def _grade_ids(notebook):
+    return sorted(
+        cell["metadata"]["nbgrader"]["grade_id"]
+        for cell in notebook["cells"]
+        if "grade_id" in cell.get("metadata", {}).get("nbgrader", {})
+    )
+
+
+def _check_released_zip(name, data):
+    """Problems with one downloaded problem set: a zip of released nbgrader notebooks, no solutions."""
+    if not zipfile.is_zipfile(io.BytesIO(data)):
+        return [f"{name} is not a zip file ({len(data)} bytes, starts {data[:16]!r})"]
+    problems = []
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        if archive.testzip() is not None:
+            problems.append(f"{name}: corrupt member {archive.testzip()}")
+        notebooks = [n for n in archive.namelist() if n.endswith(".ipynb") and ".ipynb_checkpoints" not in n]
+        if not notebooks:
+            problems.append(f"{name} holds no .ipynb (members: {archive.namelist()})")
+        for member in notebooks:
+            text = archive.read(member).decode("utf-8")
+            try:
+                notebook = json.loads(text)
+            except json.JSONDecodeError as error:
+                problems.append(f"{name}: {member} is not valid JSON ({error})")
+                continue
+            for marker in SOLUTION_MARKERS:
+                if marker in text:
+                    problems.append(f"{name}: {member} contains '{marker}': the solution or hidden tests leaked")
+            released_ids = _grade_ids(notebook)
+            if not released_ids:
+                problems.append(f"{name}: {member} has no nbgrader cells: not a released problem set")
+                continue
+            sources = sorted(ROOT.glob(f"exercises/source/*/{Path(member).name}"))
+            if not sources:
+                problems.append(f"{name}: {member} matches no notebook in exercises/source/")
+                continue
+            source_ids = _grade_ids(json.loads(sources[0].read_text(encoding="utf-8")))
+            if released_ids != source_ids:
+                problems.append(
+                    f"{name}: {member} is stale: its graded cells {released_ids} differ from "
+                    f"{sources[0].relative_to(ROOT)}'s {source_ids}"
+                )
+    return problems
+
+
+def test_exercises_page_downloads_each_released_problem_set(visits, browser, site, tmp_path):
+    visits(EXERCISES_PAGE)  # the page itself is checked by the per-page tests
+    recorder = Recorder(site)
+    context, page = new_page(browser, recorder, accept_downloads=True)
+    problems = []
+    try:
+        page.goto(page_url(site, EXERCISES_PAGE))
+        links = page.eval_on_selector_all(
+            "a[href]", "links => links.map((a, i) => ({i, href: a.href, text: a.innerText.trim()}))"
+        )
+        zips = [link for link in links if without_fragment(link["href"]).lower().endswith(".zip")]
+        offered = {_problem_set_of(Path(without_fragment(link["href"])).name) for link in zips}
+        missing = [ps for ps in PROBLEM_SETS if ps not in offered]
+        if missing:
+            problems.append(
+                f"no download link ending in .zip for {missing} "
+                f"(zip links: {[link['href'] for link in zips] or 'none'})"
+            )
+        for link in zips:
+            url = without_fragment(link["href"])
+            name = Path(url).name
+            with page.expect_download() as download_info:
+                page.locator("a[href]").nth(link["i"]).click(modifiers=[])
+            download = download_info.value
+            if download.failure():
+                problems.append(f"downloading {url} (link {link['text']!r}) failed: {download.failure()}")
+                continue
+            saved = tmp_path / name
+            download.save_as(saved)
+            status, served = fetch(url)
+            if status != 200:
+                problems.append(f"{url}: HTTP {status}")
+                continue
+            if saved.read_bytes() != served:
+                problems.append(f"{url}: the browser's download differs from what the server sends")
+            problems += _check_released_zip(name, saved.read_bytes())
+    finally:
+        context.close()
+    # A download ends the navigation that started it; Chromium reports that as net::ERR_ABORTED.
+    recorder.failed = [f for f in recorder.failed if not (".zip" in f and "ERR_ABORTED" in f)]
+    problems += recorder.network_problems() + recorder.console_errors
+    assert not problems, report(f"{EXERCISES_PAGE} downloads", problems)
+
+
+def test_page_load_times(visits, capsys):
+    """Measured, printed and written next to the screenshots; never asserted (the machine varies)."""
+    times = {docname: visits(docname).load_ms for docname in PAGES}
+    unmeasured = [docname for docname, ms in times.items() if ms is None]
+    assert not unmeasured, f"no load event measured for {unmeasured}"
+    worst = max(times, key=times.get)
+    lines = [f"{ms:8.0f} ms  {docname}" for docname, ms in sorted(times.items(), key=lambda item: -item[1])]
+    summary = (
+        f"page load (navigation start to load event and MathJax done), {len(times)} pages: "
+        f"median {statistics.median(times.values()):.0f} ms, worst {times[worst]:.0f} ms ({worst})"
+    )
+    (SCREENSHOTS / "load-times.txt").write_text(summary + "\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    with capsys.disabled():
+        print(f"\n{summary}\n" + "\n".join(lines) + f"\nscreenshots: {SCREENSHOTS}")
