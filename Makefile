@@ -1,6 +1,10 @@
 # Attention by Hand: one entry point for readers, students, instructors and CI.
 #   make site   set up .venv if needed, build the website, print where it is
 #   make test   set up everything, then run every test (the book build and nbgrader included)
+#   make release                      instructors: release every problem set into exercises/release/
+#   make grade SUBMISSIONS=path [PS=ps1_qkv]
+#                                     instructors: grade a folder submitted/<student>/<ps>/ or an LMS zip,
+#                                     write feedback HTML and exercises/grades.csv
 # Only Python 3.11 and make are assumed; everything else is installed from requirements.txt
 # (and Debian's Chromium for the browser test, with apt-get when run as root).
 
@@ -12,7 +16,7 @@ SITE := _build/html/index.html
 QKV_BUILT := _build/.qkv-built
 PYTEST_ARGS ?=
 
-.PHONY: site test venv browser clean
+.PHONY: site test venv browser clean release grade
 
 site: $(INSTALLED)
 	@# A change to src/qkv changes numbers on every page: rebuild them all (Sphinx only tracks the pages).
@@ -31,6 +35,8 @@ $(INSTALLED): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip
 	$(BIN)/python -m pip install -r requirements.txt
+	@# Build matplotlib's font cache now, not in the middle of the first book build.
+	$(BIN)/python -c "import matplotlib.font_manager"
 	@touch $@
 
 # The browser test drives Debian's Chromium (no browser download); a CJK font lets it show the tokens.
@@ -41,6 +47,13 @@ browser:
 	else \
 		echo "The browser test needs Debian's Chromium and a CJK font: sudo apt-get install chromium fonts-wqy-microhei"; exit 1; \
 	fi
+
+release: $(INSTALLED)
+	$(BIN)/python -m qkv.grading release
+
+grade: $(INSTALLED)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder submitted/<student>/<ps>/ or LMS .zip> [PS=<problem set>]"; exit 2; }
+	$(BIN)/python -m qkv.grading grade "$(SUBMISSIONS)" $(if $(PS),--problem-set $(PS))
 
 clean:
 	rm -rf _build

@@ -1,0 +1,277 @@
+"""What the typical slips in computing attention produce: qkv run with one slip.
+
+When a student's answer is wrong, :mod:`qkv.checking` compares it with the value
+each slip below would give; if one matches, the message names that slip. Every
+function here returns the steps of a computation as a dict (step name -> array),
+the same steps the correct computation has, so that an answer for any step can
+be compared with every slip. A slip that leaves a step unchanged, or that cannot
+produce it (the shapes do not fit), leaves that step out.
+
+Step names follow seed 000 and :meth:`qkv.HeadTrace.steps`: ``Q``, ``K``, ``V``,
+``B_Q``, ``B_K``, ``B_V``, ``K_T``, ``S_raw``, ``S``, ``A``, ``O``, and for
+several heads ``O_concat`` and ``Y``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .attention import linear, scaled_dot_product_attention, softmax
+from .multihead import Head
+from .trace import trace_head, trace_multi_head
+
+
+@dataclass(frozen=True)
+class Slip:
+    """One typical mistake: a short ``key`` and the ``advice`` a student reads when it is found."""
+
+    key: str
+    advice: str
+
+
+NO_SQRT_DK = Slip(
+    "no_sqrt_dk",
+    "did you divide the scores by sqrt(d_k)? Your answer matches the computation without the scaling "
+    "(S = Q K^T / sqrt(d_k), then softmax).",
+)
+DIVIDED_BY_D_K = Slip(
+    "divided_by_d_k",
+    "did you divide the scores by d_k instead of sqrt(d_k)? The scale is the square root of d_k.",
+)
+SOFTMAX_OVER_COLUMNS = Slip(
+    "softmax_over_columns",
+    "did you take the softmax over the columns? It runs along each ROW: one row per query, "
+    "and each row of weights sums to 1.",
+)
+BIAS_DROPPED = Slip(
+    "bias_dropped",
+    "did you forget the bias? Add the bias row b to every row of X W (that is the matrix B).",
+)
+BIAS_NOT_BROADCAST = Slip(
+    "bias_not_broadcast",
+    "you wrote the bias row once; B repeats it on every row, one copy per token.",
+)
+K_NOT_TRANSPOSED = Slip(
+    "k_not_transposed",
+    "did you use K instead of K^T? The scores are Q K^T: entry [i, j] is query i dotted with key j.",
+)
+SCORES_TRANSPOSED = Slip(
+    "scores_transposed",
+    "your rows and columns are swapped (K Q^T instead of Q K^T): row i must hold query i's scores "
+    "against every key.",
+)
+WEIGHTS_APPLIED_TO_K = Slip(
+    "weights_applied_to_k",
+    "did you apply the weights to K instead of V? The output is A V: the weights mix the values.",
+)
+HEADS_IN_WRONG_ORDER = Slip(
+    "heads_in_wrong_order",
+    "did you concatenate the heads in the wrong order? Head 1's output comes first (the left columns), "
+    "then head 2's.",
+)
+HEADS_STACKED_AS_ROWS = Slip(
+    "heads_stacked_as_rows",
+    "did you put the heads' outputs one below the other? Concat places them side by side: "
+    "one row per token, the heads' columns next to each other.",
+)
+W_O_TRANSPOSED = Slip(
+    "w_o_transposed",
+    "did you multiply by W_O^T instead of W_O? Y = O_concat W_O + b_O.",
+)
+NO_EXPONENTIAL = Slip(
+    "no_exponential",
+    "did you forget the exponential? Softmax divides e^(s_j) by the sum of e^(s_m), not s_j by the sum of s_m.",
+)
+NOT_NORMALISED = Slip(
+    "not_normalised",
+    "did you forget to divide by the sum? Softmax divides each e^(s_j) by the sum of all of them, "
+    "so the weights add up to 1.",
+)
+RESHAPED_WITHOUT_TRANSPOSE = Slip(
+    "reshaped_without_transpose",
+    "did you reshape straight to the new shape? Reshape (n, d_model) to (n, h, d_k) first, then swap "
+    "the first two axes, so that head i gets columns i*d_k to (i+1)*d_k - 1 of every token.",
+)
+GRID_FILLED_BY_COLUMNS = Slip(
+    "grid_filled_by_columns",
+    "did you fill the grid column by column? Patches are numbered row by row: left to right, "
+    "then top to bottom.",
+)
+STANDARD_DEVIATION_GIVEN = Slip(
+    "standard_deviation_given",
+    "that is the standard deviation (the typical size), sqrt of the variance; the question asks for "
+    "the variance.",
+)
+SCALING_NOT_APPLIED = Slip(
+    "scaling_not_applied",
+    "dividing q.k by sqrt(d_k) divides its variance by (sqrt(d_k))^2 = d_k.",
+)
+SCALED_BY_SQRT_ONCE = Slip(
+    "variance_divided_by_sqrt_dk",
+    "dividing q.k by c divides its variance by c^2: here by (sqrt(d_k))^2 = d_k, not by sqrt(d_k).",
+)
+VARIANCE_GIVEN = Slip(
+    "variance_given",
+    "that is the variance; the typical size is the standard deviation, its square root.",
+)
+WRONG_AXIS = Slip(
+    "wrong_axis",
+    "did you normalise along the wrong axis? Use the axis argument you are given.",
+)
+ROW_AND_COLUMN_SWAPPED = Slip(
+    "row_and_column_swapped",
+    "you gave (column, row); a grid position is written (row, column), row first, counting from 0.",
+)
+PATCH_NUMBER_GIVEN = Slip(
+    "patch_number_given",
+    "that is the patch's number; give its position on the grid as (row, column), counting from 0.",
+)
+READ_COLUMN_NOT_ROW = Slip(
+    "read_column_not_row",
+    "you read the token's column (how much every token attends TO it); what a token attends to is its ROW.",
+)
+LEAST_NOT_MOST = Slip(
+    "least_not_most",
+    "that is the token with the smallest weight; the question asks for the largest.",
+)
+
+ATTENTION_SLIPS = (
+    NO_SQRT_DK,
+    DIVIDED_BY_D_K,
+    SOFTMAX_OVER_COLUMNS,
+    NO_EXPONENTIAL,
+    K_NOT_TRANSPOSED,
+    SCORES_TRANSPOSED,
+    WEIGHTS_APPLIED_TO_K,
+)
+HEAD_SLIPS = (BIAS_DROPPED, BIAS_NOT_BROADCAST) + ATTENTION_SLIPS
+MULTI_HEAD_SLIPS = (HEADS_IN_WRONG_ORDER, HEADS_STACKED_AS_ROWS, W_O_TRANSPOSED) + HEAD_SLIPS
+SOFTMAX_SLIPS = (NO_EXPONENTIAL, NOT_NORMALISED, SOFTMAX_OVER_COLUMNS)
+
+
+def _matmul_if_fits(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """``a @ b``, or None when the inner sizes differ."""
+    return a @ b if a.shape[-1] == b.shape[-2] else None
+
+
+def attention_steps(Q, K, V, slip: Slip | None = None) -> dict[str, np.ndarray]:
+    """``K_T``, ``S_raw``, ``S``, ``A`` and ``O`` of scaled dot-product attention, with ``slip`` made.
+
+    ``Q`` ``(n_q, d_k)``, ``K`` ``(n_k, d_k)``, ``V`` ``(n_k, d_v)``. Without a slip,
+    ``A`` and ``O`` are exactly what :func:`qkv.scaled_dot_product_attention` returns.
+    """
+    Q, K, V = (np.asarray(M, dtype=float) for M in (Q, K, V))
+    root = float(np.sqrt(Q.shape[-1]))
+    K_T = K.T  # (d_k, n_k)
+    S_raw = Q @ K_T  # (n_q, n_k)
+    if slip is None:
+        O, A = scaled_dot_product_attention(Q, K, V)
+        return {"K_T": K_T, "S_raw": S_raw, "S": S_raw / root, "A": A, "O": O}
+    if slip == NO_SQRT_DK:
+        O, A = scaled_dot_product_attention(Q * root, K, V)  # (Q sqrt(d_k)) K^T / sqrt(d_k) = Q K^T
+        return {"S": S_raw, "A": A, "O": O}
+    if slip == DIVIDED_BY_D_K:
+        O, A = scaled_dot_product_attention(Q / root, K, V)  # (Q / sqrt(d_k)) K^T / sqrt(d_k) = Q K^T / d_k
+        return {"S": S_raw / root**2, "A": A, "O": O}
+    if slip == SOFTMAX_OVER_COLUMNS:
+        A = softmax(S_raw / root, axis=-2)  # (n_q, n_k), columns sum to 1
+        return {"A": A, "O": A @ V}
+    if slip == K_NOT_TRANSPOSED:
+        S_raw_slip = _matmul_if_fits(Q, K)  # Q K when d_k == n_k
+        if S_raw_slip is None:
+            S_raw_slip = _matmul_if_fits(Q.T, K)  # (d_k, d_k): Q transposed to make the shapes fit
+        if S_raw_slip is None:
+            return {"K_T": K}
+        steps = {"K_T": K, "S_raw": S_raw_slip, "S": S_raw_slip / root, "A": softmax(S_raw_slip / root)}
+        O = _matmul_if_fits(steps["A"], V)
+        return steps if O is None else {**steps, "O": O}
+    if slip == SCORES_TRANSPOSED:
+        S_raw_slip = K @ Q.T  # (n_k, n_q)
+        steps = {"S_raw": S_raw_slip, "S": S_raw_slip / root, "A": softmax(S_raw_slip / root)}
+        O = _matmul_if_fits(steps["A"], V)
+        return steps if O is None else {**steps, "O": O}
+    if slip == WEIGHTS_APPLIED_TO_K:
+        O, _ = scaled_dot_product_attention(Q, K, K)  # A K
+        return {"O": O}
+    if slip == NO_EXPONENTIAL:
+        A = softmax_with_slip(S_raw / root, NO_EXPONENTIAL)  # S divided by its row sums
+        return {} if A is None else {"A": A, "O": A @ V}
+    return {}
+
+
+def head_steps(X, head: Head, slip: Slip | None = None) -> dict[str, np.ndarray]:
+    """Every step of one head on ``X`` ``(n, d_model)``, with ``slip`` made (see :func:`qkv.trace_head`)."""
+    head = head if isinstance(head, Head) else Head(*head)
+    if slip == BIAS_DROPPED:
+        trace = trace_head(X, head.W_Q, head.W_K, head.W_V)  # every bias left out
+        return dict(trace.steps())
+    trace = trace_head(X, *head)
+    if slip is None:
+        return dict(trace.steps())
+    if slip == BIAS_NOT_BROADCAST:
+        return {f"B_{role}": getattr(trace, role).B[:1] for role in "QKV"}  # (1, d): one copy only
+    return attention_steps(trace.Q.Z, trace.K.Z, trace.V.Z, slip)
+
+
+def multi_head_steps(X, heads, W_O, b_O=None, slip: Slip | None = None) -> dict[str, np.ndarray]:
+    """``O_concat`` and ``Y`` of multi-head attention on ``X``, with ``slip`` made.
+
+    A slip within one head (for example :data:`NO_SQRT_DK`) is made in every head.
+    """
+    heads = tuple(h if isinstance(h, Head) else Head(*h) for h in heads)
+    if slip is None or slip == HEADS_IN_WRONG_ORDER:
+        trace = trace_multi_head(X, heads if slip is None else heads[::-1], W_O, b_O)
+        return {"O_concat": trace.O_concat, "Y": trace.Y.Z}
+    correct = trace_multi_head(X, heads, W_O, b_O)
+    if slip == HEADS_STACKED_AS_ROWS:
+        return {"O_concat": np.concatenate([t.O for t in correct.heads], axis=0)}  # (h * n, d_v)
+    if slip == W_O_TRANSPOSED:
+        W_O = np.asarray(W_O, dtype=float)
+        return {"Y": linear(correct.O_concat, W_O.T, b_O)} if W_O.shape[0] == W_O.shape[1] else {}
+    outputs = [head_steps(X, head, slip).get("O") for head in heads]
+    if any(O is None for O in outputs):
+        return {}
+    O_concat = np.concatenate(outputs, axis=-1)  # (n, h * d_v)
+    return {"O_concat": O_concat, "Y": linear(O_concat, W_O, b_O)}
+
+
+def softmax_with_slip(scores, slip: Slip, axis: int = -1) -> np.ndarray | None:
+    """The softmax of ``scores`` along ``axis`` computed with ``slip``, or None if it does not apply."""
+    s = np.asarray(scores, dtype=float)
+    if slip == NO_EXPONENTIAL:
+        total = s.sum(axis=axis, keepdims=True)
+        return None if np.any(total == 0) else s / total
+    if slip == NOT_NORMALISED:
+        with np.errstate(over="ignore"):
+            return np.exp(s)
+    if slip == SOFTMAX_OVER_COLUMNS:
+        return softmax(s, axis=-2) if s.ndim >= 2 else None
+    return None
+
+
+def split_heads_with_slip(Z, num_heads: int, slip: Slip) -> np.ndarray | None:
+    """``split_heads`` done with ``slip``: :data:`RESHAPED_WITHOUT_TRANSPOSE` reshapes (n, d_model) to (h, n, d_k)."""
+    Z = np.asarray(Z, dtype=float)
+    if slip == RESHAPED_WITHOUT_TRANSPOSE:
+        n, d_model = Z.shape
+        return Z.reshape(num_heads, n, d_model // num_heads)
+    return None
+
+
+def merge_heads_with_slip(Z, slip: Slip) -> np.ndarray | None:
+    """``merge_heads`` done with ``slip``: :data:`RESHAPED_WITHOUT_TRANSPOSE` reshapes (h, n, d_k) to (n, h * d_k)."""
+    Z = np.asarray(Z, dtype=float)
+    if slip == RESHAPED_WITHOUT_TRANSPOSE:
+        h, n, d_k = Z.shape
+        return Z.reshape(n, h * d_k)
+    return None
+
+
+def patch_grid_with_slip(weights, grid_shape: tuple[int, int], slip: Slip) -> np.ndarray | None:
+    """One query's weights over the patches laid on the grid with ``slip``."""
+    rows, cols = grid_shape
+    if slip == GRID_FILLED_BY_COLUMNS:
+        return np.asarray(weights, dtype=float).reshape(cols, rows).T  # patch k at (k % rows, k // rows)
+    return None

@@ -1,0 +1,68 @@
+"""The Exercises page of the built website offers every released problem set as a zip.
+
+The zips are made by the Sphinx extension ``book/_ext/problem_sets.py`` with nbgrader
+generate_assignment, in a temporary copy of the course, while the book is built.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from .exercise_support import COURSE, PROBLEM_SETS, hidden_test_lines, points, solution_lines, source_notebook
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def exercises_page(built_site) -> tuple[Path, str]:
+    page = built_site / "book" / "exercises.html"
+    assert page.is_file(), "the build has no book/exercises.html"
+    return page, page.read_text(encoding="utf-8")
+
+
+def test_the_page_links_every_problem_set_zip(built_site, exercises_page):
+    page, text = exercises_page
+    links = re.findall(r'href="([^"]+\.zip)"', text)
+    assert [posixpath.basename(link) for link in links] == [f"{ps}.zip" for ps in PROBLEM_SETS]
+    for link in links:
+        target = (page.parent / link).resolve()
+        assert target.is_file(), f"{link} on the Exercises page leads nowhere"
+        assert target.parent == (built_site / "exercises").resolve()
+
+
+def test_the_table_shows_each_problem_sets_points(exercises_page):
+    _, text = exercises_page
+    for ps in PROBLEM_SETS:
+        row = re.search(rf"<tr[^>]*>((?:(?!</tr>).)*{ps}\.zip(?:(?!</tr>).)*)</tr>", text, re.S)
+        assert row, f"no table row for {ps}"
+        assert f"<p>{points(source_notebook(ps)):g}</p>" in row.group(1)
+
+
+@pytest.mark.parametrize("ps", PROBLEM_SETS)
+def test_each_zip_holds_the_student_version(built_site, ps):
+    with zipfile.ZipFile(built_site / "exercises" / f"{ps}.zip") as archive:
+        assert archive.namelist() == [f"{ps}/{ps}.ipynb"]
+        text = archive.read(f"{ps}/{ps}.ipynb").decode("utf-8")
+    nb = json.loads(text)
+    source = source_notebook(ps)
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    assert "SOLUTION" not in text and "HIDDEN TESTS" not in text
+    assert not [line for line in solution_lines(source) if line in code]
+    assert not [line for line in hidden_test_lines(source) if line in text]
+    assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code")
+    assert len(nb["cells"]) == len(source["cells"])
+
+
+def test_the_build_leaves_the_course_folder_alone(built_site):
+    """The release ran in a temporary copy: the build wrote no gradebook or release into exercises/."""
+    manifest = json.loads((built_site / "exercises" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["zips"] == [f"{ps}.zip" for ps in PROBLEM_SETS]
+    for made in ("release", "gradebook.db"):
+        path = COURSE / made
+        assert not path.exists() or path.stat().st_mtime < (built_site / "exercises" / "manifest.json").stat().st_mtime - 1
