@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from . import attention, multihead, slips, trace, vision
+from ._validate import shape_str
 from .attention import linear, scaled_dot_product_attention, self_attention, softmax
 from .multihead import Head, merge_heads, split_heads
 from .slips import Slip
@@ -73,16 +74,12 @@ def format_number(x) -> str:
     return "0" if text in ("-0", "0.") else text
 
 
-def _shape_text(shape) -> str:
-    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
 def _short(x) -> str:
     """A short description of an input, for naming a call: ``[2, 1, 0]`` or ``an array of shape (3, 4)``."""
     a = np.asarray(x)
     if a.size <= 4 and a.ndim <= 1:
         return "[" + ", ".join(format_number(v) for v in a.ravel()) + "]"
-    return f"an array of shape {_shape_text(a.shape)}"
+    return f"an array of shape {shape_str(a.shape)}"
 
 
 def _entry(name: str, index: tuple[int, ...], labels: Labels | None) -> str:
@@ -253,9 +250,9 @@ def _fit_shape(value, name, expected, candidates, tol, shape_help, labels):
             labels = [labels[axis] if axis < len(labels) else None for axis in kept]
         candidates = [(s, v.reshape(value.shape)) for s, v in candidates if v.size == value.size]
         return value, expected.reshape(value.shape), candidates, labels
-    message = f"{name} has shape {_shape_text(value.shape)} but should have shape {_shape_text(expected.shape)}"
+    message = f"{name} has shape {shape_str(value.shape)} but should have shape {shape_str(expected.shape)}"
     if np.squeeze(expected).shape != expected.shape:
-        message += f" (or {_shape_text(np.squeeze(expected).shape)})"
+        message += f" (or {shape_str(np.squeeze(expected).shape)})"
     message += f": {shape_help}." if shape_help else "."
     same_shape = [(s, v) for s, v in candidates if v.shape == value.shape]
     slip = _matching_slip(value, same_shape, tol) or (same_shape[0][0] if same_shape else None)
@@ -481,7 +478,7 @@ def simulated_variance(func, d_k: int, *, scaled: bool = False, seed: int = 0,
     samples = _call(func, call, d_k, n_samples, np.random.default_rng(seed))
     samples = as_numbers(samples, call, what="an array of sample dot products")
     if samples.shape != (n_samples,):
-        _fail(f"{call} has shape {_shape_text(samples.shape)} but should have shape ({n_samples},): "
+        _fail(f"{call} has shape {shape_str(samples.shape)} but should have shape ({n_samples},): "
               "one dot product q.k per sample.")
     exact = expected_dot_product_variance(d_k)
     if scaled:
@@ -510,7 +507,7 @@ def simulation_draws_samples(func, *, seed: int = 0, name: str = "sample_dot_pro
     first = as_numbers(_call(func, f"{name}(16, 200, rng)", 16, 200, np.random.default_rng(seed)), name)
     second = as_numbers(_call(func, f"{name}(16, 200, rng)", 16, 200, np.random.default_rng(seed + 1)), name)
     if first.shape != (200,) or second.shape != (200,):
-        _fail(f"{name}(16, 200, rng) should return 200 samples, got shape {_shape_text(first.shape)}.")
+        _fail(f"{name}(16, 200, rng) should return 200 samples, got shape {shape_str(first.shape)}.")
     if np.allclose(first, second):
         _fail(f"{name} returns the same samples for two different rngs: draw q and k with the rng it is given.")
     big = as_numbers(_call(func, f"{name}(16, 20000, rng)", 16, 20_000, np.random.default_rng(seed + 2)), name)
@@ -638,7 +635,7 @@ def attention_function(func, Q, K, V, *, tol: float = CODE_TOLERANCE, name: str 
     """Check a student's ``scaled_dot_product_attention(Q, K, V)`` -> ``(output, weights)`` against qkv."""
     __tracebackhide__ = True
     Q, K, V = (np.asarray(M, dtype=float) for M in (Q, K, V))
-    call = f"{name}(Q {_shape_text(Q.shape)}, K {_shape_text(K.shape)}, V {_shape_text(V.shape)})"
+    call = f"{name}(Q {shape_str(Q.shape)}, K {shape_str(K.shape)}, V {shape_str(V.shape)})"
     result = _call(func, call, Q.copy(), K.copy(), V.copy())
     if not isinstance(result, tuple) or len(result) != 2:
         kind = f"a tuple of {len(result)}" if isinstance(result, tuple) else type(result).__name__
@@ -666,7 +663,7 @@ def split_heads_function(func, Z, num_heads: int, *, tol: float = CODE_TOLERANCE
     """Check a student's ``split_heads(Z, num_heads)`` ``(n, d_model) -> (h, n, d_k)`` against qkv."""
     __tracebackhide__ = True
     Z = np.asarray(Z, dtype=float)
-    call = f"{name}(Z {_shape_text(Z.shape)}, {num_heads})"
+    call = f"{name}(Z {shape_str(Z.shape)}, {num_heads})"
     result = _call(func, call, Z.copy(), num_heads)
     expected = split_heads(Z, num_heads)
     slip = slips.RESHAPED_WITHOUT_TRANSPOSE
@@ -678,7 +675,7 @@ def merge_heads_function(func, Z, *, tol: float = CODE_TOLERANCE, name: str = "m
     """Check a student's ``merge_heads(Z)`` ``(h, n, d_k) -> (n, h * d_k)`` against qkv."""
     __tracebackhide__ = True
     Z = np.asarray(Z, dtype=float)
-    call = f"{name}(Z {_shape_text(Z.shape)})"
+    call = f"{name}(Z {shape_str(Z.shape)})"
     result = _call(func, call, Z.copy())
     expected = merge_heads(Z)
     slip = slips.RESHAPED_WITHOUT_TRANSPOSE
@@ -702,7 +699,7 @@ def merge_heads_function_on_random_inputs(func, split, *, seed: int, tol: float 
     for n, h, d_k in _RANDOM_HEAD_SHAPES:
         merge_heads_function(func, rng.normal(size=(h, n, d_k)), tol=tol, name=name)
         Z = rng.normal(size=(n, h * d_k))
-        call = f"{name}(split_heads(Z {_shape_text(Z.shape)}, {h}))"
+        call = f"{name}(split_heads(Z {shape_str(Z.shape)}, {h}))"
         back = _call(func, call, split_heads(Z, h))
         compare(back, call, Z, tol=tol, shape_help=f"{name} must undo split_heads: (n, d_model)", what="an array")
 
