@@ -9,11 +9,12 @@ from __future__ import annotations
 import copy
 import csv
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from qkv.grading import nbgrader_env
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE = ROOT / "exercises"
@@ -32,16 +33,9 @@ def copy_course(where: Path) -> Path:
     return course
 
 
-def tool_env() -> dict[str, str]:
-    """The environment for nbgrader: this Python's folder first on PATH (nbgrader runs ``alembic``)."""
-    env = dict(os.environ)
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    return env
-
-
 def nbgrader(course: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     """Run the real nbgrader command line (``python -m nbgrader``) in ``course``."""
-    result = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=tool_env(),
+    result = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=nbgrader_env(),
                             capture_output=True, text=True)
     if check:
         assert result.returncode == 0, (
@@ -52,7 +46,7 @@ def nbgrader(course: Path, *args: str, check: bool = True) -> subprocess.Complet
 def grading(course: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """Run the instructors' command ``python -m qkv.grading --course COURSE ARGS``."""
     return subprocess.run([sys.executable, "-m", "qkv.grading", "--course", str(course), *args],
-                          cwd=cwd or course.parent, env=tool_env(), capture_output=True, text=True)
+                          cwd=cwd or course.parent, env=nbgrader_env(), capture_output=True, text=True)
 
 
 def read_notebook(path: Path) -> dict:

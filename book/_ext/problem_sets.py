@@ -25,7 +25,7 @@ from docutils import nodes
 from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
 
-from qkv.grading import problem_set_points, problem_set_title, release_zips
+from qkv.grading import Course, problem_set_points, problem_set_title, release_zips
 
 OUTPUT_FOLDER = "exercises"  # under the HTML output: exercises/<problem set>.zip
 MANIFEST = "manifest.json"
@@ -36,8 +36,8 @@ def course_root(app) -> Path:
 
 
 def problem_set_folders(app) -> list[Path]:
-    source = course_root(app) / "source"
-    return sorted(p for p in source.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
+    course = Course(course_root(app))
+    return [course.root / "source" / name for name in course.problem_sets()]
 
 
 def sources_hash(app) -> str:

@@ -560,12 +560,17 @@ def patch_attention(image, patch_size: int) -> np.ndarray:
     return weights
 
 
+def _query_patch_weights(image, patch_size: int, query_patch: int):
+    """One query patch's weights ``(N,)`` over the image's patches, and the patch grid's ``(rows, cols)``."""
+    image = np.asarray(image)
+    grid_shape = (image.shape[0] // patch_size, image.shape[1] // patch_size)
+    return patch_attention(image, patch_size)[query_patch], grid_shape
+
+
 def patch_grid(answer, image, patch_size: int, query_patch: int, *, name: str, tol: float = HAND_TOLERANCE):
     """Check one patch's attention weights laid out on the patch grid (:func:`qkv.to_patch_grid`)."""
     __tracebackhide__ = True
-    image = np.asarray(image)
-    grid_shape = (image.shape[0] // patch_size, image.shape[1] // patch_size)
-    weights = patch_attention(image, patch_size)[query_patch]  # (N,)
+    weights, grid_shape = _query_patch_weights(image, patch_size, query_patch)  # (N,), (rows, cols)
     expected = to_patch_grid(weights, grid_shape)  # (rows, cols)
     rows, cols = grid_shape
     by_columns = slips.patch_grid_with_slip(weights, grid_shape, slips.GRID_FILLED_BY_COLUMNS)
@@ -580,9 +585,7 @@ def patch_grid(answer, image, patch_size: int, query_patch: int, *, name: str, t
 def most_attended_patch(answer, image, patch_size: int, query_patch: int, *, name: str):
     """Check the grid position ``(row, column)`` of the patch that ``query_patch`` attends to most."""
     __tracebackhide__ = True
-    image = np.asarray(image)
-    grid_shape = (image.shape[0] // patch_size, image.shape[1] // patch_size)
-    weights = patch_attention(image, patch_size)[query_patch]  # (N,)
+    weights, grid_shape = _query_patch_weights(image, patch_size, query_patch)  # (N,), (rows, cols)
     best = int(np.argmax(weights))
     expected = np.array(divmod(best, grid_shape[1]), dtype=float)  # (row, column)
     slip_values = [(slips.ROW_AND_COLUMN_SWAPPED, expected[::-1]),

@@ -83,15 +83,21 @@ class Course:
         return self.root / "feedback" / student / problem_set
 
 
-def nbgrader(course: Course, *args: str, on_line: Printer | None = None) -> subprocess.CompletedProcess:
-    """Run ``python -m nbgrader ARGS`` in the course folder; return it with its log (stderr) as text.
-
-    ``on_line`` receives each log line as it is written. nbgrader calls ``alembic`` (to
-    create the gradebook) by name, so the folder of this Python goes first on PATH.
-    """
+def nbgrader_env() -> dict[str, str]:
+    """The environment nbgrader needs: it calls ``alembic`` (to create the gradebook) by name, so
+    the folder of this Python goes first on PATH."""
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env.setdefault("PYTHONIOENCODING", "utf-8")
+    return env
+
+
+def nbgrader(course: Course, *args: str, on_line: Printer | None = None) -> subprocess.CompletedProcess:
+    """Run ``python -m nbgrader ARGS`` in the course folder; return it with its log (stderr) as text.
+
+    ``on_line`` receives each log line as it is written.
+    """
+    env = nbgrader_env()
     command = [sys.executable, "-m", "nbgrader", *args]
     process = subprocess.Popen(command, cwd=course.root, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, encoding="utf-8", errors="replace")
