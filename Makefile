@@ -19,8 +19,8 @@ PYTEST_ARGS ?=
 .PHONY: site test venv browser clean release grade
 
 site: $(INSTALLED)
-	@# A change to src/qkv changes numbers on every page: rebuild them all (Sphinx only tracks the pages).
-	@if [ -f $(QKV_BUILT) ] && [ -z "$$(find src/qkv -name '*.py' -newer $(QKV_BUILT))" ]; then all=; else all=--all; fi; \
+	@# A change under src/ changes numbers on every page: rebuild them all (Sphinx only tracks the pages).
+	@if [ -f $(QKV_BUILT) ] && [ -z "$$(find src -name '*.py' -newer $(QKV_BUILT))" ]; then all=; else all=--all; fi; \
 	$(BIN)/jupyter-book build . --warningiserror --keep-going $$all
 	@touch $(QKV_BUILT)
 	@echo "The website is at $(CURDIR)/$(SITE)"
@@ -49,11 +49,11 @@ browser:
 	fi
 
 release: $(INSTALLED)
-	$(BIN)/python -m qkv.grading release
+	$(BIN)/python -m qkv_grading release
 
 grade: $(INSTALLED)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder submitted/<student>/<ps>/ or LMS .zip> [PS=<problem set>]"; exit 2; }
-	$(BIN)/python -m qkv.grading grade "$(SUBMISSIONS)" $(if $(PS),--problem-set $(PS))
+	$(BIN)/python -m qkv_grading grade "$(SUBMISSIONS)" $(if $(PS),--problem-set $(PS))
 
 clean:
 	rm -rf _build

@@ -5,7 +5,7 @@
 
 Makes a temporary copy of the course, releases it (not timed), writes the submissions
 (a mix of the solution, the untouched release and one-slip variants), then times
-``qkv.grading.grade`` step by step: collect, autograde, feedback, export. Prints the figures;
+``qkv_grading.pipeline.grade`` step by step: collect, autograde, feedback, export. Prints the figures;
 asserts nothing.
 """
 
@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from qkv import grading
+from qkv_grading import pipeline as grading
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,7 +10,7 @@ import os
 
 import nbgrader
 
-from qkv.feedback import HideHiddenTests
+from qkv_grading.nbgrader_feedback import HideHiddenTests
 
 c = get_config()  # noqa: F821 (provided by nbgrader when it reads this file)
 
@@ -42,7 +42,7 @@ c.FileNameCollectorPlugin.named_regexp = (
 )
 
 # Feedback pages load MathJax from the feedback folder (feedback/_mathjax/, copied by
-# `python -m qkv.grading`), not from nbgrader's default CDN: templates/feedback_offline/.
+# `python -m qkv_grading`), not from nbgrader's default CDN: templates/feedback_offline/.
 c.HTMLExporter.template_name = "feedback_offline"
 c.HTMLExporter.extra_template_basedirs = [
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates"),

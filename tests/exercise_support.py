@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from qkv.grading import nbgrader_env
+from qkv_grading.pipeline import nbgrader_env
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE = ROOT / "exercises"
@@ -44,8 +44,8 @@ def nbgrader(course: Path, *args: str, check: bool = True) -> subprocess.Complet
 
 
 def grading(course: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """Run the instructors' command ``python -m qkv.grading --course COURSE ARGS``."""
-    return subprocess.run([sys.executable, "-m", "qkv.grading", "--course", str(course), *args],
+    """Run the instructors' command ``python -m qkv_grading --course COURSE ARGS``."""
+    return subprocess.run([sys.executable, "-m", "qkv_grading", "--course", str(course), *args],
                           cwd=cwd or course.parent, env=nbgrader_env(), capture_output=True, text=True)
 
 

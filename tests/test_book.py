@@ -338,7 +338,7 @@ def test_explorer_has_a_static_picture_on_the_website(built_site):
 
 def test_widget_fallback_bundle_decodes_like_the_page_expects():
     """The mime bundle the page is built from carries a base64 PNG (what myst-nb writes to a file)."""
-    import qkv.widgets
+    import qkv_book.widgets
 
-    bundle = qkv.widgets.ScalingExplorer(d_k=4)._repr_mimebundle_()
+    bundle = qkv_book.widgets.ScalingExplorer(d_k=4)._repr_mimebundle_()
     assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")

@@ -1,4 +1,4 @@
-"""qkv.checking and qkv.slips: answers are compared with qkv, and each typical slip is recognised.
+"""qkv_exercises.checking and qkv_exercises.slips: answers are compared with qkv, and each typical slip is recognised.
 
 The right answers come from the seeds' printed tables (seed 000, seed 002); every wrong answer
 is computed here with plain numpy the way a student who made that slip would, never with the
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import qkv
-from qkv import checking as check
-from qkv import slips
-from qkv.feedback import HideHiddenTests
+from qkv_exercises import checking as check
+from qkv_exercises import slips
+from qkv_grading.nbgrader_feedback import HideHiddenTests
 
 from .seeds import SEED_000, SEED_000_O_CONCAT
 

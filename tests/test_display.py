@@ -1,4 +1,4 @@
-"""qkv.display: matrices written as LaTeX with their names and shapes, entries as the seeds print them."""
+"""qkv_book.display: matrices written as LaTeX with their names and shapes, entries as the seeds print them."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from IPython.display import Math
 
 import qkv
-import qkv.display as display
+import qkv_book.display as display
 
 # Seed 000, head 1, as printed: the weights A^(1) and the output O^(1).
 SEED_000_A1 = [[0.186324, 0.506480, 0.307196], [0.186324, 0.506480, 0.307196], [0.090031, 0.665241, 0.244728]]

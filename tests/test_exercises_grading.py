@@ -1,4 +1,4 @@
-"""The instructors' commands (``python -m qkv.grading``) on a temporary copy of the course.
+"""The instructors' commands (``python -m qkv_grading``) on a temporary copy of the course.
 
 (e) A batch with a notebook that is not valid JSON, one that raises in its first cell, one
 that loops forever and one whose kernel dies: each is graded (0 or partial) and reported,
@@ -38,7 +38,7 @@ V1 = "V1 = [[1, 0], [0, 1], [1, 1]]"
 
 @pytest.fixture(scope="module")
 def released(tmp_path_factory):
-    """A course copy after ``python -m qkv.grading release``, with what the command printed."""
+    """A course copy after ``python -m qkv_grading release``, with what the command printed."""
     course = copy_course(tmp_path_factory.mktemp("grading"))
     result = grading(course, "release")
     assert result.returncode == 0, result.stdout + result.stderr

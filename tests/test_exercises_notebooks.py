@@ -2,7 +2,7 @@
 
 Fast checks on the committed files (no nbgrader run): no outputs, one notebook per problem
 set named after it, every graded cell with a unique grade_id and its points, every test with
-a docstring and a call to qkv.checking, solutions and hidden tests properly marked.
+a docstring and a call to qkv_exercises.checking, solutions and hidden tests properly marked.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def test_each_test_has_a_docstring_and_calls_the_checks(path, cell):
     calls = {node.func.attr for node in ast.walk(tree)
              if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
              and isinstance(node.func.value, ast.Name) and node.func.value.id == "check"}
-    assert calls, f"{cell_name(path, cell)}: a test cell checks with qkv.checking (check.<...>)"
+    assert calls, f"{cell_name(path, cell)}: a test cell checks with qkv_exercises.checking (check.<...>)"
     assert "assert " not in cell_source(cell), f"{cell_name(path, cell)}: no bare assert, use the checks"
 
 
@@ -109,7 +109,7 @@ def test_inputs_come_from_qkv(path):
     """The first code cell imports qkv and its checks; no notebook pastes in helpers or edits sys.path."""
     cells = [c for c in read_notebook(path)["cells"] if c["cell_type"] == "code"]
     setup = cell_source(cells[0])
-    assert "import qkv" in setup and "from qkv import checking as check" in setup
+    assert "import qkv" in setup and "from qkv_exercises import checking as check" in setup
     assert nbgrader_meta(cells[0]).get("locked")
     everything = "\n".join(cell_source(c) for c in cells)
     assert "sys.path" not in everything

@@ -1,4 +1,4 @@
-"""qkv.plots: Chinese labels drawn with a CJK font and no missing glyph, maps on the right cells."""
+"""qkv_book.plots: Chinese labels drawn with a CJK font and no missing glyph, maps on the right cells."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 import qkv
-import qkv.plots
+import qkv_book.plots
 
 NOTO_SANS_TC = Path(pylopdf_fonts_zh_tw.sans_path()).resolve()
 
@@ -43,7 +43,7 @@ def test_heatmap_draws_every_token_in_noto_sans_tc_without_missing_glyphs():
     """Every token of seed 000 is a tick label on both axes, set in Noto Sans TC, and drawing warns of nothing."""
     ex = qkv.examples.delivery_example()
     weights = qkv.multi_head_attention(ex.X, ex.heads, ex.W_O, ex.b_O)[1][0]
-    fig = qkv.plots.heatmap(weights, ex.tokens, title="補償 看 晚到")
+    fig = qkv_book.plots.heatmap(weights, ex.tokens, title="補償 看 晚到")
     caught = draw(fig)
     assert not glyph_warnings(caught), f"missing glyphs while drawing: {glyph_warnings(caught)}"
     ax = fig.axes[0]
@@ -64,11 +64,11 @@ def test_without_the_cjk_font_the_same_labels_warn_of_missing_glyphs():
 
 
 @pytest.mark.parametrize("make", [
-    lambda: qkv.plots.head_grid(np.full((2, 4, 4), 0.25), ("中和", "有", "一個", "永和路")),
-    lambda: qkv.plots.weight_bars({"softmax([20, 10, 0] / √100)": np.array([0.1, 0.2, 0.7])},
+    lambda: qkv_book.plots.head_grid(np.full((2, 4, 4), 0.25), ("中和", "有", "一個", "永和路")),
+    lambda: qkv_book.plots.weight_bars({"softmax([20, 10, 0] / √100)": np.array([0.1, 0.2, 0.7])},
                                   ["token 1", "token 2", "token 3"], suptitle="d_k = 64"),
-    lambda: qkv.plots.score_variance(np.array([1.0, 2.0, 4.0]), np.array([1.1, 1.9, 4.2]), np.ones(3)),
-    lambda: qkv.plots.softmax_gradient(np.linspace(0, 10, 5), np.linspace(0.4, 1, 5), np.linspace(0.2, 0, 5),
+    lambda: qkv_book.plots.score_variance(np.array([1.0, 2.0, 4.0]), np.array([1.1, 1.9, 4.2]), np.ones(3)),
+    lambda: qkv_book.plots.softmax_gradient(np.linspace(0, 10, 5), np.linspace(0.4, 1, 5), np.linspace(0.2, 0, 5),
                                        [2, 1, 0]),
 ])
 def test_every_figure_of_the_book_draws_without_missing_glyphs(make):
@@ -80,27 +80,27 @@ def test_every_figure_of_the_book_draws_without_missing_glyphs(make):
 def test_heatmap_writes_each_weight_in_its_own_cell():
     """Cell (i, j) carries weight[i, j] to two decimals: rows are queries, columns keys."""
     weights = np.array([[0.1, 0.9], [0.75, 0.25], [0.5, 0.5]])  # 3 queries, 2 keys
-    fig = qkv.plots.heatmap(weights, ["q1", "q2", "q3"], ["k1", "k2"])
+    fig = qkv_book.plots.heatmap(weights, ["q1", "q2", "q3"], ["k1", "k2"])
     cells = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text() for t in fig.axes[0].texts}
     assert cells == {(0, 0): "0.10", (0, 1): "0.90", (1, 0): "0.75", (1, 1): "0.25", (2, 0): "0.50", (2, 1): "0.50"}
 
 
 def test_heatmap_names_the_labels_that_do_not_fit():
     with pytest.raises(ValueError, match="row_labels has 2 labels but the matrix has 3 rows"):
-        qkv.plots.heatmap(np.eye(3), ["外送", "晚到"])
+        qkv_book.plots.heatmap(np.eye(3), ["外送", "晚到"])
     with pytest.raises(ValueError, match=r"shows a matrix \(n_q, n_k\), got shape \(2, 2, 2\)"):
-        qkv.plots.heatmap(np.ones((2, 2, 2)), ["a", "b"])
+        qkv_book.plots.heatmap(np.ones((2, 2, 2)), ["a", "b"])
 
 
 def test_head_grid_has_one_titled_panel_per_head():
     weights = np.stack([np.eye(3), np.full((3, 3), 1 / 3), np.roll(np.eye(3), 1, axis=1)])  # (h, n, n)
-    fig = qkv.plots.head_grid(weights, ("外送", "晚到", "補償"), columns=2)
+    fig = qkv_book.plots.head_grid(weights, ("外送", "晚到", "補償"), columns=2)
     panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]
     assert [ax.get_title() for ax in panels] == ["head 1", "head 2", "head 3"]
     for index, ax in enumerate(panels):
         np.testing.assert_array_equal(ax.images[0].get_array(), weights[index])
     with pytest.raises(ValueError, match=r"\(h, n, n\)"):
-        qkv.plots.head_grid(np.eye(3), ("a", "b", "c"))
+        qkv_book.plots.head_grid(np.eye(3), ("a", "b", "c"))
 
 
 def test_patch_map_lays_the_weights_on_the_patch_grid():
@@ -109,7 +109,7 @@ def test_patch_map_lays_the_weights_on_the_patch_grid():
     grid = qkv.to_patch_grid(np.arange(6, dtype=float) / 15.0, (2, 3))
     fig = Figure()
     ax = fig.add_subplot()
-    overlay = qkv.plots.draw_patch_attention(ax, image, grid, query_patch=(1, 2))
+    overlay = qkv_book.plots.draw_patch_attention(ax, image, grid, query_patch=(1, 2))
     np.testing.assert_array_equal(overlay.get_array(), grid)
     assert tuple(overlay.get_extent()) == (0, 6, 4, 0)
     box = [p for p in ax.patches if isinstance(p, Rectangle)][0]
@@ -119,22 +119,22 @@ def test_patch_map_lays_the_weights_on_the_patch_grid():
 def test_patch_attention_draws_the_image_and_one_panel_per_query():
     image = np.zeros((4, 6, 3))
     maps = {"face": (np.full((2, 3), 1 / 6), (0, 0)), "sky": (np.eye(2, 3) / 2, (1, 1))}
-    fig = qkv.plots.patch_attention(image, maps)
+    fig = qkv_book.plots.patch_attention(image, maps)
     titled = [ax.get_title() for ax in fig.axes if ax.get_title()]
     assert titled == ["image", "face", "sky"]
     np.testing.assert_array_equal(fig.axes[2].images[1].get_array(), maps["sky"][0])
     with pytest.raises(ValueError, match="at least one map"):
-        qkv.plots.patch_attention(image, {})
+        qkv_book.plots.patch_attention(image, {})
 
 
 def test_patch_map_rejects_a_grid_that_does_not_fit_the_image():
     fig = Figure()
     with pytest.raises(ValueError, match="4x6 pixels does not split into a 3x3 patch grid"):
-        qkv.plots.draw_patch_attention(fig.add_subplot(), np.zeros((4, 6)), np.ones((3, 3)))
+        qkv_book.plots.draw_patch_attention(fig.add_subplot(), np.zeros((4, 6)), np.ones((3, 3)))
 
 
 def test_figure_png_is_a_png():
-    assert qkv.plots.figure_png(qkv.plots.heatmap(np.eye(2), ["a", "b"])).startswith(b"\x89PNG\r\n\x1a\n")
+    assert qkv_book.plots.figure_png(qkv_book.plots.heatmap(np.eye(2), ["a", "b"])).startswith(b"\x89PNG\r\n\x1a\n")
 
 
 def run_python(code: str) -> str:
@@ -155,13 +155,13 @@ def test_import_qkv_needs_only_numpy():
 
 
 def test_a_figure_that_is_a_cell_value_shows_as_png_in_ipython():
-    """In an IPython shell, a Figure returned by qkv.plots displays as image/png, not as "<Figure ...>" text."""
+    """In an IPython shell, a Figure returned by qkv_book.plots displays as image/png, not as "<Figure ...>" text."""
     formats = run_python("""
         from IPython.core.interactiveshell import InteractiveShell
         shell = InteractiveShell.instance()
         import numpy as np
-        import qkv.plots
-        data, _ = shell.display_formatter.format(qkv.plots.heatmap(np.eye(2), ["外送", "晚到"]))
+        import qkv_book.plots
+        data, _ = shell.display_formatter.format(qkv_book.plots.heatmap(np.eye(2), ["外送", "晚到"]))
         print(sorted(data))
     """)
     assert "image/png" in formats, f"the figure displays only as {formats}"

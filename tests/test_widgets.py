@@ -1,4 +1,4 @@
-"""qkv.widgets: the d_k explorer redraws when the slider moves and always carries a static picture."""
+"""qkv_book.widgets: the d_k explorer redraws when the slider moves and always carries a static picture."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import base64
 import numpy as np
 import pytest
 
-import qkv.widgets
+import qkv_book.widgets
 
 
 def softmax_by_hand(scores: np.ndarray) -> np.ndarray:
@@ -17,7 +17,7 @@ def softmax_by_hand(scores: np.ndarray) -> np.ndarray:
 
 
 def test_moving_the_slider_redraws_the_picture():
-    explorer = qkv.widgets.ScalingExplorer(d_k=1)
+    explorer = qkv_book.widgets.ScalingExplorer(d_k=1)
     before = explorer.picture.value
     explorer.slider.value = 512
     after = explorer.picture.value
@@ -27,7 +27,7 @@ def test_moving_the_slider_redraws_the_picture():
 
 def test_display_data_carries_the_live_widget_and_a_png_of_its_state():
     """Jupyter gets the widget view; a page without a kernel gets the PNG of the current state."""
-    explorer = qkv.widgets.ScalingExplorer(d_k=16)
+    explorer = qkv_book.widgets.ScalingExplorer(d_k=16)
     explorer.slider.value = 256
     bundle = explorer._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
@@ -39,7 +39,7 @@ def test_display_data_carries_the_live_widget_and_a_png_of_its_state():
 
 @pytest.mark.parametrize("d_k", [1, 8, 64, 1024])
 def test_weights_are_the_softmax_of_the_raw_and_the_scaled_scores(d_k):
-    explorer = qkv.widgets.ScalingExplorer(d_k=d_k, n_keys=5)
+    explorer = qkv_book.widgets.ScalingExplorer(d_k=d_k, n_keys=5)
     unscaled, scaled = explorer.weights()
     scores = explorer.scores()
     assert scores.shape == (5,)
@@ -50,7 +50,7 @@ def test_weights_are_the_softmax_of_the_raw_and_the_scaled_scores(d_k):
 def test_scaling_keeps_a_wide_query_from_collapsing_onto_one_key():
     """The point of the chapter, on the explorer's own vectors: at d_k = 1024 the unscaled softmax is
     (nearly) one-hot, the scaled one is not."""
-    explorer = qkv.widgets.ScalingExplorer(d_k=1024)
+    explorer = qkv_book.widgets.ScalingExplorer(d_k=1024)
     unscaled, scaled = explorer.weights()
     assert unscaled.max() > 0.99
     assert scaled.max() < 0.9
@@ -58,7 +58,7 @@ def test_scaling_keeps_a_wide_query_from_collapsing_onto_one_key():
 
 def test_slider_adds_dimensions_to_the_same_vectors():
     """Scores at d_k and 2 d_k differ by the dot product of the added components only."""
-    explorer = qkv.widgets.ScalingExplorer(d_k=8)
+    explorer = qkv_book.widgets.ScalingExplorer(d_k=8)
     at_8 = explorer.scores()
     explorer.slider.value = 16
     at_16 = explorer.scores()
@@ -72,4 +72,4 @@ def test_slider_adds_dimensions_to_the_same_vectors():
 ])
 def test_bad_settings_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        qkv.widgets.ScalingExplorer(**kwargs)
+        qkv_book.widgets.ScalingExplorer(**kwargs)

@@ -25,7 +25,7 @@ from docutils import nodes
 from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
 
-from qkv.grading import Course, problem_set_points, problem_set_title, release_zips
+from qkv_grading.pipeline import Course, problem_set_points, problem_set_title, release_zips
 
 OUTPUT_FOLDER = "exercises"  # under the HTML output: exercises/<problem set>.zip
 MANIFEST = "manifest.json"

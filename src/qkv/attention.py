@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import (
+from .validate import (
     as_bias,
     as_mask,
     as_matrix,

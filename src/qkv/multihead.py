@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import (
+from .validate import (
     as_bias,
     as_matrix,
     as_real_array,

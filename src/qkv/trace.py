@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import as_mask, check_head_params, check_tokens
+from .validate import as_mask, check_head_params, check_tokens
 from .attention import linear, softmax
 from .multihead import _check_multi_head
 

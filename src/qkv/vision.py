@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_real_array, shape_str
+from .validate import as_real_array, shape_str
 
 
 def patchify(image, patch_size):

@@ -1,11 +1,11 @@
 """Check a student's answers against qkv, and name the likely slip when one is wrong.
 
-The exercises import this module (``from qkv import checking as check``). Every
+The exercises import this module (``from qkv_exercises import checking as check``). Every
 check computes the expected value with qkv from the exercise's own inputs at the
 moment it runs; no expected number is typed into a notebook. A check prints a
 pass mark, or raises :class:`AnswerMismatch` with a message that names the entry,
 the value written, the value expected and, when the answer matches what one of
-the slips in :mod:`qkv.slips` would give, that slip.
+the slips in :mod:`qkv_exercises.slips` would give, that slip.
 
 Tolerances: answers computed by hand are checked within :data:`HAND_TOLERANCE`
 (0.01, answers written to 2 decimals); functions a student writes are checked
@@ -24,12 +24,14 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from . import attention, multihead, slips, trace, vision
-from ._validate import shape_str
-from .attention import linear, scaled_dot_product_attention, self_attention, softmax
-from .multihead import Head, merge_heads, split_heads
+from qkv import attention, multihead, trace, vision
+
+from . import slips
+from qkv.validate import shape_str
+from qkv.attention import linear, scaled_dot_product_attention, self_attention, softmax
+from qkv.multihead import Head, merge_heads, split_heads
 from .slips import Slip
-from .vision import patchify, to_patch_grid
+from qkv.vision import patchify, to_patch_grid
 
 HAND_TOLERANCE = 0.01
 CODE_TOLERANCE = 1e-6
@@ -724,7 +726,7 @@ _REFERENCE_MODULES = (attention, multihead, trace, vision)
 def qkv_switched_off():
     """While active, qkv's public functions refuse to run when called from outside qkv.
 
-    qkv itself (including these checks, which compute the expected values) still works;
+    qkv itself and these checks (which compute the expected values with it) still work;
     a call from the student's code raises, which :func:`own_code` reports.
     """
     import qkv
@@ -745,7 +747,7 @@ def qkv_switched_off():
 def _refusing_outside_qkv(function, qualified_name: str):
     def guarded(*args, **kwargs):
         caller = sys._getframe(1).f_globals.get("__name__", "")
-        if caller == "qkv" or caller.startswith("qkv."):
+        if caller.partition(".")[0] in ("qkv", "qkv_exercises"):
             return function(*args, **kwargs)
         raise _QkvSwitchedOff(qualified_name)
 

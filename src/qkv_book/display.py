@@ -6,7 +6,7 @@ The book displays every matrix that :mod:`qkv` computes as LaTeX, for example
 
 :func:`labelled` and :func:`shaped` build the LaTeX pieces; :func:`show` joins
 pieces into one displayed equation (an :class:`IPython.display.Math`, which the
-website typesets with MathJax). Import it explicitly: ``import qkv.display``.
+website typesets with MathJax). Import it explicitly: ``import qkv_book.display``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from IPython.display import Math
 
-from ._validate import as_real_array
+from qkv.validate import as_real_array
 
 DEFAULT_DECIMALS = 6  # the seeds print six decimals: 0.707107, 0.665241
 

@@ -3,7 +3,7 @@
 Importing this module registers Noto Sans TC (shipped by the pip package
 ``pylopdf-fonts-zh-tw``) with matplotlib and puts it first in the font list, so
 tokens such as 外送, 晚到 and 補償 are drawn as characters and never as empty boxes.
-Import it explicitly (``import qkv.plots``); ``import qkv`` alone needs only numpy.
+Import it explicitly (``import qkv_book.plots``); ``import qkv`` alone needs only numpy.
 
 Every function returns a :class:`matplotlib.figure.Figure` made without pyplot:
 in a notebook the figure shows when it is the cell's value, and nothing is drawn twice.
@@ -33,7 +33,7 @@ from matplotlib import font_manager  # noqa: E402  (after the filter: importing 
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from ._validate import as_real_array, shape_str  # noqa: E402
+from qkv.validate import as_real_array, shape_str  # noqa: E402
 
 CJK_FONT_NAME = "Noto Sans TC"
 WEIGHTS_CMAP = "Blues"  # weights run from 0 (white) to 1 (dark blue)

@@ -1,6 +1,6 @@
 """What the typical slips in computing attention produce: qkv run with one slip.
 
-When a student's answer is wrong, :mod:`qkv.checking` compares it with the value
+When a student's answer is wrong, :mod:`qkv_exercises.checking` compares it with the value
 each slip below would give; if one matches, the message names that slip. Every
 function here returns the steps of a computation as a dict (step name -> array),
 the same steps the correct computation has, so that an answer for any step can
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .attention import linear, scaled_dot_product_attention, softmax
-from .multihead import Head
-from .trace import trace_head, trace_multi_head
+from qkv.attention import linear, scaled_dot_product_attention, softmax
+from qkv.multihead import Head
+from qkv.trace import trace_head, trace_multi_head
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@
 the slider is live and the picture is redrawn on every move. A page of the website
 has no kernel, so the explorer also offers a static ``image/png`` of its current
 state in its display data: the website shows that picture instead of an empty
-widget area. Import it explicitly: ``import qkv.widgets``.
+widget area. Import it explicitly: ``import qkv_book.widgets``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import base64
 import ipywidgets
 import numpy as np
 
-from .attention import scaled_dot_product_attention, softmax
+from qkv.attention import scaled_dot_product_attention, softmax
 from .plots import figure_png, weight_bars
 
 D_K_CHOICES = tuple(2**i for i in range(11))  # 1, 2, 4, ..., 1024

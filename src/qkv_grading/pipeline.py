@@ -2,12 +2,12 @@
 
 Run from the repository (``make release``, ``make grade SUBMISSIONS=...``) or directly::
 
-    python -m qkv.grading release                      # every problem set -> exercises/release/
-    python -m qkv.grading grade SUBMISSIONS            # a folder submitted/<student>/<ps>/ or an LMS .zip
-    python -m qkv.grading collect SUBMISSIONS          # only copy or unzip into exercises/submitted/
-    python -m qkv.grading autograde                    # only autograde what is in exercises/submitted/
-    python -m qkv.grading feedback                     # only write feedback HTML
-    python -m qkv.grading export                       # only write exercises/grades.csv
+    python -m qkv_grading release                      # every problem set -> exercises/release/
+    python -m qkv_grading grade SUBMISSIONS            # a folder submitted/<student>/<ps>/ or an LMS .zip
+    python -m qkv_grading collect SUBMISSIONS          # only copy or unzip into exercises/submitted/
+    python -m qkv_grading autograde                    # only autograde what is in exercises/submitted/
+    python -m qkv_grading feedback                     # only write feedback HTML
+    python -m qkv_grading export                       # only write exercises/grades.csv
 
 Every step runs the real nbgrader command line in the course folder. ``grade`` does
 collect, autograde, feedback and export in one go and prints a line per submission as
@@ -609,7 +609,7 @@ def _summary(subs: list[Submission], seconds: float, out: Printer) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m qkv.grading", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m qkv_grading", description=__doc__.split("\n\n")[0])
     parser.add_argument("--course", type=Path, default=DEFAULT_COURSE, help="the course folder (default: exercises)")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("release", help="release every problem set into release/")
