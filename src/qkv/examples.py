@@ -5,6 +5,11 @@ changes it for the next cell that asks. The numbers are the ones the articles
 print, digit for digit (for instance ``0.707107`` rather than ``1/sqrt(2)``), so
 that what the course computes can be compared with the articles' tables.
 
+An example that students compute by hand also has variants: ``variant=0`` (the
+default) is the seed's own numbers, any other whole number gives the same story,
+tokens and shapes with other small numbers (see :mod:`qkv.variants`), so that every
+student works their own. The book shows variant 0.
+
 - :func:`delivery_example`: seed 000, "外送 晚到 補償", two heads, d_model = 4.
 - :func:`q1_example`: seed 002, one query ``q1 = [1, 0]`` over three keys, d_k = 2.
 - :func:`softmax_saturation_example`: seed 002, softmax of [2, 1, 0] against [20, 10, 0].
@@ -13,11 +18,17 @@ that what the course computes can be compared with the articles' tables.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
+from .attention import scaled_dot_product_attention
 from .multihead import Head
+from .trace import trace_multi_head
+from .variants import VariantDraw, first_accepted
+
+ROOT_HALF = 0.707107  # 1/sqrt(2) as seed 000 prints it
 
 
 @dataclass(frozen=True)
@@ -36,12 +47,21 @@ class MultiHeadExample:
     b_O: np.ndarray
 
 
-def delivery_example() -> MultiHeadExample:
+def delivery_example(variant: int = 0) -> MultiHeadExample:
     """Seed 000: the customer writes "外送 晚到 補償" (delivery, late, compensation).
 
     Head 1 is built so that 補償 attends most to 晚到 (the cause); head 2 so that
     補償 attends most to 外送 (the policy topic). ``W_O`` is the identity.
+
+    Other variants keep that story and the seed's shapes and form: ``X`` of 0s and 1s,
+    ``W_Q`` and ``W_V`` that pick columns of ``X``, and keys in multiples of 0.707107
+    (1/sqrt(2), rounded as the seed rounds it), so that the scaled scores come out in
+    halves. In each head 補償's largest weight is clear of the others (by 0.05 or
+    more), no weight is below 0.02 or above 0.9, and every step of both heads
+    differs from the seed's.
     """
+    if variant != 0:
+        return _delivery_from(first_accepted("delivery", variant, _draw_delivery, _workable_delivery))
     X = np.array([
         [1, 0, 0, 1],  # 外送
         [0, 1, 1, 0],  # 晚到
@@ -78,9 +98,17 @@ class QueryExample:
     V: np.ndarray
 
 
-def q1_example() -> QueryExample:
+def q1_example(variant: int = 0) -> QueryExample:
     """Seed 002: token 1's query ``q1 = [1, 0]`` against keys k1 = [1, 0], k2 = [0, 1],
-    k3 = [1, 1] and values v1 = [1, 0], v2 = [0, 1], v3 = [1, 1] (d_k = 2)."""
+    k3 = [1, 1] and values v1 = [1, 0], v2 = [0, 1], v3 = [1, 1] (d_k = 2).
+
+    Other variants: one query over three keys, d_k = 2, whole numbers from -1 to 2 in
+    ``q1`` and the keys and from 0 to 2 in the values; the three keys and the three
+    values differ from each other, one weight is clearly the largest (by 0.05 or
+    more), none is below 0.03 or above 0.85, and no step equals the seed's.
+    """
+    if variant != 0:
+        return first_accepted("q1", variant, _draw_q1, _workable_q1)
     return QueryExample(
         Q=np.array([[1.0, 0.0]]),  # (1, 2): q1
         K=np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]),  # (3, 2): k1, k2, k3
@@ -127,3 +155,106 @@ def zhonghe_example() -> AttentionMatrixExample:
             [0.5, 0.0, 0.0, 0.5],  # 永和路 = 0.5×中和 + 0.5×永和路
         ]),
     )
+
+
+# --------------------------------------------------------------------------- variants
+
+
+def _draw_q1(draw: VariantDraw) -> QueryExample:
+    return QueryExample(
+        Q=np.array([draw.integers(-1, 2, (2,))], dtype=float),  # (1, 2)
+        K=np.array(draw.integers(-1, 2, (3, 2)), dtype=float),  # (3, 2)
+        V=np.array(draw.integers(0, 2, (3, 2)), dtype=float),  # (3, 2)
+    )
+
+
+def _attention_steps(Q, K, V) -> list[np.ndarray]:
+    """Q K^T, the scaled scores, the weights and the output: the steps a student writes down."""
+    output, weights = scaled_dot_product_attention(Q, K, V)
+    scores = Q @ K.T  # (n_q, n_k)
+    return [scores, scores / np.sqrt(Q.shape[-1]), weights, output]
+
+
+def _clear_largest(row: np.ndarray, margin: float) -> bool:
+    top, second = np.sort(row)[::-1][:2]
+    return top - second >= margin
+
+
+def _all_differ(steps: list[np.ndarray], seed_steps: list[np.ndarray], tol: float = 0.011) -> bool:
+    """Every step differs from the seed's somewhere by more than a hand answer's tolerance."""
+    return all(a.shape != b.shape or np.abs(a - b).max() > tol for a, b in zip(steps, seed_steps))
+
+
+def _workable_q1(ex: QueryExample) -> bool:
+    if not ex.Q.any() or len({tuple(k) for k in ex.K}) < 3 or len({tuple(v) for v in ex.V}) < 3:
+        return False
+    steps = _attention_steps(ex.Q, ex.K, ex.V)
+    weights = steps[2][0]
+    return (_clear_largest(weights, 0.05) and weights.min() >= 0.03 and weights.max() <= 0.85
+            and _all_differ(steps, _seed_steps("q1")))
+
+
+@functools.cache
+def _seed_steps(example: str) -> tuple[np.ndarray, ...]:
+    """The steps of the seed's own numbers (variant 0), which no other variant may repeat."""
+    if example == "q1":
+        seed = q1_example()
+        return tuple(_attention_steps(seed.Q, seed.K, seed.V))
+    return tuple(_delivery_steps(delivery_example()))
+
+
+def _pick_columns(columns: tuple[int, int], d_model: int = 4) -> np.ndarray:
+    """A (d_model, 2) matrix of 0s and 1s whose product with X keeps two of X's columns."""
+    W = np.zeros((d_model, 2))
+    W[columns[0], 0] = W[columns[1], 1] = 1.0
+    return W
+
+
+_COLUMN_PAIRS = ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3), (1, 0), (2, 0), (3, 2))
+
+
+def _draw_delivery(draw: VariantDraw) -> tuple[np.ndarray, ...]:
+    """X, W_Q, then W_K, b_K and W_V of each head, as plain arrays (a candidate, not yet checked)."""
+    X = np.array(draw.integers(0, 1, (3, 4)), dtype=float)  # (n, d_model) = (3, 4)
+    W_Q = _pick_columns(draw.choice(_COLUMN_PAIRS))  # both heads read the same queries, as in the seed
+    arrays = [X, W_Q]
+    for _ in range(2):
+        key_steps = np.array(draw.integers(-2, 2, (4, 1)), dtype=float) @ np.ones((1, 2))  # equal columns
+        arrays.append(np.round(key_steps * ROOT_HALF, 6))  # W_K: multiples of 0.707107
+        arrays.append(np.round(np.full(2, float(draw.integer(-1, 3))) * ROOT_HALF, 6))  # b_K
+        arrays.append(_pick_columns(draw.choice(_COLUMN_PAIRS)))  # W_V
+    return tuple(arrays)
+
+
+def _rough_weights(X, W_Q, W_K, b_K) -> np.ndarray:
+    """A head's weights (n, n), in plain numpy: a fast first test of a candidate."""
+    scores = (X @ W_Q) @ (X @ W_K + b_K).T / np.sqrt(W_Q.shape[1])  # (n, n)
+    e = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _delivery_from(arrays: tuple[np.ndarray, ...]) -> MultiHeadExample:
+    X, W_Q = arrays[:2]
+    heads = tuple(Head(W_Q=W_Q, W_K=W_K, W_V=W_V, b_Q=np.zeros(2), b_K=b_K, b_V=np.zeros(2))
+                  for W_K, b_K, W_V in (arrays[2:5], arrays[5:8]))
+    return MultiHeadExample(tokens=("外送", "晚到", "補償"), X=X, heads=heads, W_O=np.eye(4), b_O=np.zeros(4))
+
+
+def _delivery_steps(ex: MultiHeadExample) -> list[np.ndarray]:
+    trace = trace_multi_head(ex.X, ex.heads, ex.W_O, ex.b_O)
+    steps = []
+    for head in trace.heads:
+        steps += [head.Q.Z, head.K.B, head.K.Z, head.V.Z, head.S_raw, head.S, head.A, head.O]
+    return steps + [trace.O_concat, trace.Y.Z]
+
+
+def _workable_delivery(arrays: tuple[np.ndarray, ...]) -> bool:
+    X, W_Q = arrays[:2]
+    if len({tuple(row) for row in X}) < 3 or not X.any(axis=1).all():
+        return False
+    weights = np.stack([_rough_weights(X, W_Q, W_K, b_K) for W_K, b_K in (arrays[2:4], arrays[5:7])])
+    compensation = weights[:, 2]  # 補償's row in each head, (h, n)
+    story = compensation[0].argmax() == 1 and compensation[1].argmax() == 0  # 晚到 in head 1, 外送 in head 2
+    return (story and all(_clear_largest(row, 0.05) for row in compensation)
+            and weights.min() >= 0.02 and weights.max() <= 0.9
+            and _all_differ(_delivery_steps(_delivery_from(arrays)), _seed_steps("delivery")))

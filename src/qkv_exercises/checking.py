@@ -21,6 +21,7 @@ import sys
 import traceback
 import types
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -62,6 +63,34 @@ def _fail(message: str, cause: BaseException | None = None):
 
 def _passed(message: str) -> None:
     print(f"\u2713 {message}")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a check concluded: passed or not, and the message the student reads."""
+
+    passed: bool
+    message: str
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What a value answer is checked against, and everything needed to explain a mismatch.
+
+    ``expected`` is computed by qkv; ``slip_values`` pairs each typical slip with the
+    value it gives; ``hints`` are functions of the answer that return a hint or None.
+    See :func:`judge_value` for the other fields.
+    """
+
+    expected: np.ndarray
+    tol: float = HAND_TOLERANCE
+    formula: str = ""
+    shape_help: str = ""
+    labels: Labels | None = None
+    slip_values: Sequence[tuple[Slip, np.ndarray | None]] = ()
+    hints: Sequence[Callable[[np.ndarray], str | None]] = ()
+    what: str = "your answer"
+    nonfinite_hint: str = ""
 
 
 # --------------------------------------------------------------------------- formatting
@@ -161,6 +190,54 @@ def _first_non_number(entries: np.ndarray):
 # --------------------------------------------------------------------------- the comparison
 
 
+def judge_value(answer, name: str, expectation: Expectation, *, reveal: bool) -> Verdict:
+    """Compare ``answer`` with ``expectation.expected`` entry by entry; never raises.
+
+    The message of a mismatch names the first wrong entry (with its row and column
+    labels), the value written, whether it is too large or too small, how many entries
+    are off, and the likely slip (an answer that matches a slip's value) or a hint.
+    Only with ``reveal`` (feedback after grading) does it state the expected value;
+    while a student is solving, no message contains it.
+
+    Axes of length 1 may be left out (``[1, 0, 1]`` for a ``(1, 3)`` row of scores).
+    """
+    try:
+        return _judge_value(answer, name, expectation, reveal)
+    except AnswerMismatch as mismatch:
+        return Verdict(False, str(mismatch))
+
+
+def _judge_value(answer, name: str, e: Expectation, reveal: bool) -> Verdict:
+    __tracebackhide__ = True
+    expected = np.asarray(e.expected, dtype=float)
+    tol = e.tol
+    value = as_numbers(answer, name, what=e.what, nonfinite_hint=e.nonfinite_hint)
+    candidates = [(slip, np.asarray(v, dtype=float)) for slip, v in e.slip_values if v is not None]
+    candidates = [(s, v) for s, v in candidates if v.shape != expected.shape or not _close(v, expected, tol).all()]
+    value, expected, candidates, labels = _fit_shape(value, name, expected, candidates, tol, e.shape_help, e.labels)
+    close = _close(value, expected, tol)
+    if close.all():
+        entries = "" if expected.size == 1 else f"{expected.size} entries, each "
+        return Verdict(True, f"{name} is correct{': ' + e.formula if e.formula else ''} ({entries}within {tol:g}).")
+    index = tuple(int(i) for i in np.argwhere(~close)[0])
+    wrong = int((~close).sum())
+    where = name if expected.ndim == 0 else _entry(name, index, labels)
+    written, exact = value[index], expected[index]
+    if reveal:
+        line = f"{where} is {format_number(written)}, expected {format_number(exact)} (within {tol:g})"
+    else:
+        line = (f"{where} is {format_number(written)}: too {'large' if written > exact else 'small'} "
+                f"(an answer within {tol:g} of the exact value counts)")
+    lines = [line + ("." if expected.ndim == 0 else
+                     f"; {wrong} of {expected.size} entries {'is' if wrong == 1 else 'are'} off.")]
+    slip = _matching_slip(value, candidates, tol)
+    if slip is not None:
+        lines.append(f"Likely slip: {slip.advice}")
+    else:
+        lines.extend(h for h in (hint(value) for hint in e.hints) if h)
+    return Verdict(False, "\n".join(lines))
+
+
 def compare(
     answer,
     name: str,
@@ -175,55 +252,20 @@ def compare(
     what: str = "your answer",
     nonfinite_hint: str = "",
 ) -> None:
-    """Compare ``answer`` with ``expected`` entry by entry within ``tol``; print a pass mark or fail.
-
-    Args:
-        answer: the student's value (number, nested list or array).
-        name: how the answer is called in the notebook, e.g. ``"A1"``.
-        expected: the correct value, computed by qkv.
-        tol: largest accepted absolute difference per entry.
-        formula: what the answer is, for the pass mark, e.g. ``"softmax(S) by rows"``.
-        shape_help: what the expected shape means, e.g. ``"one row per query, one column per key"``.
-        labels: per axis, the names of its positions (e.g. the tokens), or None.
-        slip_values: ``(slip, value that slip gives)`` pairs; the message names a slip
-            whose value the answer matches.
-        hints: functions of the answer that return a hint (or None), used when no slip matches.
-        what: how to describe the expected answer when it is missing.
-        nonfinite_hint: added to the message when the answer holds NaN or infinity.
+    """Compare ``answer`` with ``expected`` (:func:`judge_value`, revealing); print a pass mark or raise.
 
     Returns None: a test cell then shows no value (nbgrader would read a number as a score).
 
     Raises:
-        AnswerMismatch: naming the first wrong entry, the value written, the value
-            expected, how many entries are off, and the likely slip.
+        AnswerMismatch: with :func:`judge_value`'s message.
     """
     __tracebackhide__ = True
-    expected = np.asarray(expected, dtype=float)
-    value = as_numbers(answer, name, what=what, nonfinite_hint=nonfinite_hint)
-    candidates = [(slip, np.asarray(v, dtype=float)) for slip, v in slip_values if v is not None]
-    candidates = [(s, v) for s, v in candidates if v.shape != expected.shape or not _close(v, expected, tol).all()]
-    value, expected, candidates, labels = _fit_shape(value, name, expected, candidates, tol, shape_help, labels)
-    close = _close(value, expected, tol)
-    if close.all():
-        entries = "" if expected.size == 1 else f"{expected.size} entries, each "
-        _passed(f"{name} is correct{': ' + formula if formula else ''} ({entries}within {tol:g}).")
-        return None
-    index = tuple(int(i) for i in np.argwhere(~close)[0])
-    wrong = int((~close).sum())
-    if expected.ndim == 0:
-        lines = [f"{name} is {format_number(value)}, expected {format_number(expected)} (within {tol:g})."]
-    else:
-        lines = [
-            f"{_entry(name, index, labels)} is {format_number(value[index])}, expected "
-            f"{format_number(expected[index])} (within {tol:g}); "
-            f"{wrong} of {expected.size} entries {'is' if wrong == 1 else 'are'} off."
-        ]
-    slip = _matching_slip(value, candidates, tol)
-    if slip is not None:
-        lines.append(f"Likely slip: {slip.advice}")
-    else:
-        lines.extend(h for h in (hint(value) for hint in hints) if h)
-    _fail("\n".join(lines))
+    expectation = Expectation(np.asarray(expected, dtype=float), tol, formula, shape_help, labels, slip_values,
+                              hints, what, nonfinite_hint)
+    verdict = judge_value(answer, name, expectation, reveal=True)
+    if not verdict.passed:
+        _fail(verdict.message)
+    _passed(verdict.message)
 
 
 def _close(value: np.ndarray, expected: np.ndarray, tol: float) -> np.ndarray:
@@ -328,13 +370,12 @@ def _step_labels(step: str, queries, keys) -> Labels | None:
     return (queries, None)
 
 
-def _check_step(answer, step, name, steps, slip_steps, tol, queries, keys):
-    __tracebackhide__ = True
+def _step_expectation(step, name, steps, slip_steps, tol, queries, keys) -> Expectation:
     if step not in steps:
         raise ValueError(f"unknown step {step!r}; the steps are {', '.join(steps)}")
     expected = steps[step]
-    compare(
-        answer, name or step, expected, tol=tol,
+    return Expectation(
+        expected, tol,
         formula=_STEP_FORMULAS.get(step, ""),
         shape_help=_step_meaning(step, expected),
         labels=_step_labels(step, queries, keys),
@@ -343,6 +384,43 @@ def _check_step(answer, step, name, steps, slip_steps, tol, queries, keys):
         what=("your answer, a list of rows of numbers" if expected.ndim == 2 and expected.shape[0] > 1
               else "your answer, a list of numbers"),
     )
+
+
+def _check_step(answer, step, name, steps, slip_steps, tol, queries, keys):
+    __tracebackhide__ = True
+    e = _step_expectation(step, name, steps, slip_steps, tol, queries, keys)
+    compare(answer, name or step, e.expected, tol=e.tol, formula=e.formula, shape_help=e.shape_help,
+            labels=e.labels, slip_values=e.slip_values, hints=e.hints, what=e.what)
+
+
+def expect_head_step(step: str, X, head, *, name: str, tokens=None, tol: float = HAND_TOLERANCE) -> Expectation:
+    """One step of a single head on ``X`` (``"Q"``, ``"B_K"``, ``"S_raw"``, ``"A"``, ``"O"``, ...).
+
+    The expected value is that step of :func:`qkv.trace_head` on ``X`` with ``head``'s
+    parameters; every slip of :data:`qkv_exercises.slips.HEAD_SLIPS` is a candidate.
+    ``tokens`` label the rows (and, for scores and weights, the columns).
+    """
+    head = head if isinstance(head, Head) else Head(*head)
+    slip_steps = [(slip, slips.head_steps(X, head, slip)) for slip in slips.HEAD_SLIPS]
+    return _step_expectation(step, name, slips.head_steps(X, head), slip_steps, tol, tokens, tokens)
+
+
+def expect_attention_step(step: str, Q, K, V, *, name: str, queries=None, keys=None,
+                          tol: float = HAND_TOLERANCE) -> Expectation:
+    """One step (``"S_raw"``, ``"S"``, ``"A"``, ``"O"``, ``"K_T"``) of attention of ``Q`` over ``K``, ``V``.
+
+    ``A`` and ``O`` are what :func:`qkv.scaled_dot_product_attention` returns;
+    ``queries`` and ``keys`` label the rows and columns.
+    """
+    slip_steps = [(slip, slips.attention_steps(Q, K, V, slip)) for slip in slips.ATTENTION_SLIPS]
+    return _step_expectation(step, name, slips.attention_steps(Q, K, V), slip_steps, tol, queries, keys)
+
+
+def expect_multi_head_step(step: str, X, heads, W_O, b_O=None, *, name: str, tokens=None,
+                           tol: float = HAND_TOLERANCE) -> Expectation:
+    """``"O_concat"`` or ``"Y"`` of :func:`qkv.multi_head_attention` on ``X``."""
+    slip_steps = [(slip, slips.multi_head_steps(X, heads, W_O, b_O, slip)) for slip in slips.MULTI_HEAD_SLIPS]
+    return _step_expectation(step, name, slips.multi_head_steps(X, heads, W_O, b_O), slip_steps, tol, tokens, tokens)
 
 
 def head_step(answer, step: str, X, head, *, name: str | None = None, tokens=None, tol: float = HAND_TOLERANCE):
@@ -453,7 +531,7 @@ def _call(func: Callable, call: str, *args, **kwargs):
         _fail(f"{call.split('(')[0]} is {type(func).__name__}, not a function: run the cell that defines it.")
     try:
         result = func(*args, **kwargs)
-    except (AnswerMismatch, _QkvSwitchedOff):
+    except (AnswerMismatch, QkvNotAvailable):
         raise
     except NotImplementedError as err:
         _fail(f"{call} raised NotImplementedError: write the body of the function "
@@ -715,7 +793,7 @@ _RANDOM_HEAD_SHAPES = [(5, 2, 3), (4, 4, 2), (7, 3, 5), (1, 8, 4)]  # (n, h, d_k
 # --------------------------------------------------------------------------- the student's own code
 
 
-class _QkvSwitchedOff(RuntimeError):
+class QkvNotAvailable(RuntimeError):
     """Raised by qkv's functions while :func:`qkv_switched_off` is active."""
 
 
@@ -749,7 +827,7 @@ def _refusing_outside_qkv(function, qualified_name: str):
         caller = sys._getframe(1).f_globals.get("__name__", "")
         if caller.partition(".")[0] in ("qkv", "qkv_exercises"):
             return function(*args, **kwargs)
-        raise _QkvSwitchedOff(qualified_name)
+        raise QkvNotAvailable(f"calls {qualified_name}")
 
     return guarded
 
@@ -825,7 +903,7 @@ def own_code(func, name: str, *args, **kwargs):
     try:
         with qkv_switched_off():
             _call(func, call, *args, **kwargs)
-    except _QkvSwitchedOff as err:
-        _fail(f"{name} calls {err.args[0]}: write the computation yourself with numpy; "
+    except QkvNotAvailable as err:
+        _fail(f"{name} {err.args[0]}: write the computation yourself with numpy; "
               "qkv is the reference your function is checked against.")
     _passed(f"{name} does its own computation (it runs with qkv switched off).")

@@ -1,0 +1,206 @@
+"""The checks of a problem set: one per graded cell, the same code while solving and at grading.
+
+A problem set (:class:`ProblemSet`) names, for each graded cell of its notebook (by
+its nbgrader ``grade_id``), what the cell checks:
+
+- :class:`ValueCheck`: a value the student computed by hand (a matrix, a number),
+  compared with the value qkv computes from the student's variant;
+- :class:`ChoiceCheck`: an answer that is one of a few choices (a token, an option);
+- :class:`FunctionCheck`: a function the student wrote, called on inputs the check
+  chooses, each result compared with qkv's.
+
+While a student solves, :mod:`qkv_exercises.notebook` runs a check in the notebook
+itself and prints its verdict without the expected value (``reveal=False``). At
+grading, the notebook runs in a sandbox that only hands back the answer values (and
+the results of the student's functions on the inputs the grader chose); the grader,
+outside, calls the same :meth:`judge` on them. So the two never disagree about an
+answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .checking import Expectation, Verdict, judge_value
+
+Givens = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ValueCheck:
+    """A value answer: ``answer`` (a notebook variable) against ``expect(givens)``."""
+
+    grade_id: str
+    answer: str
+    expect: Callable[[Givens], Expectation]
+    description: str
+    points: float = 1
+    hidden: bool = False
+    kind = "value"
+
+    def judge(self, observed, givens: Givens, *, reveal: bool) -> Verdict:
+        return judge_value(observed, self.answer, self.expect(givens), reveal=reveal)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The right choice among ``choices``, and what the typical wrong ones mean.
+
+    ``explain_wrong`` maps a wrong choice to the advice a student reads when they give
+    it (for example "you read the column, not the row"); ``explain_right`` is the pass
+    message; ``reveal_text`` says, after grading, what the right choice was and why.
+    """
+
+    right: str
+    choices: Sequence[str]
+    explain_right: str = ""
+    explain_wrong: Mapping[str, str] = field(default_factory=dict)
+    reveal_text: str = ""
+
+
+@dataclass(frozen=True)
+class ChoiceCheck:
+    """An answer that is one of a few choices (a token, an option letter), written as text."""
+
+    grade_id: str
+    answer: str
+    expect: Callable[[Givens], Choice]
+    description: str
+    points: float = 1
+    hidden: bool = False
+    kind = "choice"
+
+    def judge(self, observed, givens: Givens, *, reveal: bool) -> Verdict:
+        choice = self.expect(givens)
+        options = ", ".join(f'"{c}"' for c in choice.choices)
+        if observed is None or observed is Ellipsis:
+            return Verdict(False, f"{self.answer} is {observed!r}: replace it with one of {options}, in quotes.")
+        if not isinstance(observed, str):
+            return Verdict(False, f"{self.answer} is {observed!r} ({type(observed).__name__}): write one of "
+                                  f"{options}, in quotes.")
+        written = observed.strip()
+        if written not in choice.choices:
+            return Verdict(False, f"{self.answer} is {observed!r}, which is not one of {options}.")
+        if written == choice.right:
+            return Verdict(True, f"{self.answer} is correct{': ' + choice.explain_right if choice.explain_right else ''}.")
+        lines = [f"{self.answer} is {written!r}: not the right choice."]
+        if written in choice.explain_wrong:
+            lines.append(f"Likely slip: {choice.explain_wrong[written]}")
+        if reveal and choice.reveal_text:
+            lines.append(choice.reveal_text)
+        return Verdict(False, "\n".join(lines))
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call of a student's function: ``func(*args, **kwargs)``, named ``label`` in messages."""
+
+    args: tuple = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Returned:
+    """A call returned ``value``."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class Raised:
+    """A call raised: the exception's type name, its message and the student's traceback as text."""
+
+    type_name: str
+    message: str
+    traceback: str = ""
+
+
+Outcome = Returned | Raised
+
+NOT_AVAILABLE = "QkvNotAvailable"  # the type name of a call that reached for qkv while it was switched off
+
+
+@dataclass(frozen=True)
+class FunctionCheck:
+    """A function the student writes (the notebook name ``answer``), called on ``calls(givens, rng)``.
+
+    ``judge_result(call, result, reveal)`` compares one call's result with qkv's.
+    Visible checks choose their calls from the givens; a ``hidden`` check draws them
+    with ``rng``, which at grading is seeded from the course's grading key, so that no
+    one can know them in advance.
+    """
+
+    grade_id: str
+    answer: str
+    calls: Callable[[Givens, np.random.Generator], list[Call]]
+    judge_result: Callable[[Call, Any, bool], Verdict]
+    description: str
+    points: float = 1
+    hidden: bool = False
+    kind = "function"
+
+    def judge(self, outcomes: Sequence[Outcome], calls: Sequence[Call], *, reveal: bool) -> Verdict:
+        """The verdict on all the calls: the first call that failed, or a pass."""
+        if len(outcomes) != len(calls):
+            return Verdict(False, f"{self.answer} was not called on every input (did the notebook stop early?).")
+        for call, outcome in zip(calls, outcomes):
+            verdict = self._judge_one(call, outcome, reveal)
+            if not verdict.passed:
+                return verdict
+        inputs = f"{len(calls)} inputs" if len(calls) > 1 else calls[0].label if calls else "no input"
+        return Verdict(True, f"{self.answer} is correct on {inputs}.")
+
+    def _judge_one(self, call: Call, outcome: Outcome, reveal: bool) -> Verdict:
+        label = call.label or f"{self.answer}(...)"
+        if isinstance(outcome, Raised):
+            if outcome.type_name == "NotImplementedError":
+                return Verdict(False, f"{label} raised NotImplementedError: write the body of the function "
+                                      "(replace the line raise NotImplementedError()).")
+            if outcome.type_name == NOT_AVAILABLE:
+                return Verdict(False, f"{label} {outcome.message}: write the computation yourself with numpy. "
+                                      "qkv is the reference your function is checked against, and it is not "
+                                      "available to your function when the notebook is graded.")
+            detail = f": {outcome.message}" if outcome.message else ""
+            return Verdict(False, f"{label} raised {outcome.type_name}{detail}")
+        if outcome.value is None:
+            return Verdict(False, f"{label} returned None: write the body of the function and return its result.")
+        return self.judge_result(call, outcome.value, reveal)
+
+
+Check = ValueCheck | ChoiceCheck | FunctionCheck
+
+
+@dataclass(frozen=True)
+class ProblemSet:
+    """A problem set: its notebook's name, the givens of each variant, and one check per graded cell.
+
+    ``givens(variant)`` returns the named inputs that the notebook's set-up cells bind
+    (``ps.X``, ``ps.head_1``, ...): arrays, numbers, tuples of tokens, heads.
+    """
+
+    name: str
+    title: str
+    givens: Callable[[int], dict[str, Any]]
+    checks: tuple[Check, ...]
+
+    def check(self, grade_id: str) -> Check:
+        for check in self.checks:
+            if check.grade_id == grade_id:
+                return check
+        raise KeyError(f"{self.name} has no check {grade_id!r}; its checks are "
+                       f"{', '.join(c.grade_id for c in self.checks)}")
+
+    def visible_calls(self, check: FunctionCheck, givens: Givens) -> list[Call]:
+        """The calls of a visible function check: the same for every run of the same variant."""
+        return check.calls(givens, np.random.default_rng(seed_for(self.name, check.grade_id)))
+
+
+def seed_for(*parts: str) -> int:
+    """A whole number from text, the same on every machine: for seeding the inputs of a check."""
+    return int.from_bytes(hashlib.sha256("/".join(parts).encode()).digest()[:8], "big")

@@ -1,0 +1,188 @@
+"""What a problem-set notebook calls: :func:`start`, then ``ps.check(...)`` under each answer.
+
+The notebook's first code cell says who is solving::
+
+    STUDENT_ID = ""   # your student id; on the course's JupyterHub leave it "" (the hub says who you are)
+    PRACTICE = 1      # with no id: which practice numbers (0 = the book's own numbers)
+
+and its set-up cell starts the problem set and takes the student's own numbers::
+
+    from qkv_exercises import start
+
+    ps = start("ps2_scaled_dot_product", STUDENT_ID, PRACTICE)
+    X, head_1, tokens = ps.X, ps.head_1, ps.tokens
+
+Each test cell then checks one answer, ``ps.check("weights_head1", A1)``: it prints
+a pass mark, or what is wrong (which entry, too large or too small, the likely slip),
+never the expected value. A failed check does not stop *Run All*: every check shows
+its verdict, and the last cell, ``ps.summary()``, lists them all. Under nbgrader
+(``nbgrader validate``, the Validate button) a failed check raises, so that nbgrader
+counts it as failed.
+
+At grading the notebook does not run this module at all: the grader runs the
+student's cells in a sandbox with the givens of the variant of the id the submission
+is filed under, and judges the answers outside it (:mod:`qkv_grading`).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .answers import Rng, call_student_function
+from .checking import AnswerMismatch, Verdict, qkv_switched_off
+from .checks import NOT_AVAILABLE, Call, FunctionCheck, Raised, Returned, seed_for
+from .identity import Solver, solver
+from .problem_sets import get_problem_set
+
+NBGRADER_VARIABLE = "NBGRADER_EXECUTION"  # set by nbgrader to "validate" or "autograde" while it runs a notebook
+GREEN, RED, GREY, RESET = "\x1b[32m", "\x1b[31m", "\x1b[90m", "\x1b[0m"
+
+
+def start(problem_set: str, student_id="", practice=1) -> Session:
+    """Start ``problem_set`` for the student ``student_id`` (or a practice variant); print whose numbers these are."""
+    session = Session(get_problem_set(problem_set), solver(student_id, practice))
+    print(session.banner())
+    return session
+
+
+@dataclass
+class Session:
+    """A problem set being solved: the solver's variant, its givens, and the verdicts so far.
+
+    The givens are attributes: ``ps.X``, ``ps.head_1``, ``ps.tokens`` ...
+    """
+
+    problem_set: object
+    solver: Solver
+    verdicts: dict = field(default_factory=dict)
+
+    # The methods a set-up cell may call besides reading givens; at grading they do nothing.
+    DISPLAY_METHODS = ("show",)
+
+    def __post_init__(self):
+        self.variant = self.solver.variant(self.problem_set.name)
+        self.givens = self.problem_set.givens(self.variant)
+
+    def __getattr__(self, name):
+        givens = self.__dict__.get("givens", {})
+        if name in givens:
+            return copy.deepcopy(givens[name])
+        raise AttributeError(f"problem set {self.problem_set.name} gives no {name!r}; it gives "
+                             f"{', '.join(sorted(givens))}")
+
+    def banner(self) -> str:
+        title = self.problem_set.title
+        if self.solver.student_id is not None:
+            return (f"{title}: the numbers of {self.solver.describe()} (variant {self.variant}). "
+                    "These are the numbers you are graded on.")
+        return (f"{title}: no STUDENT_ID, so these are practice numbers ({self.solver.describe()}).\n"
+                "Type your student id in the first code cell to get your own numbers, the ones you are graded "
+                "on. For other practice numbers set PRACTICE = 2, 3, ...; PRACTICE = 0 gives the book's own.")
+
+    # ----------------------------------------------------------------------- showing givens
+
+    def show(self, name: str, value, row_labels=None) -> None:
+        """Display ``value`` as a matrix named ``name`` (LaTeX), with ``row_labels`` beside its rows."""
+        from IPython.display import display
+
+        from qkv_book.display import show_matrix
+
+        display(show_matrix(name, value, row_labels=row_labels))
+
+    # ----------------------------------------------------------------------- checking
+
+    def check(self, grade_id: str, answer) -> None:
+        """Check ``answer`` with the check of the graded cell ``grade_id``; print its verdict.
+
+        Under nbgrader a failed check raises :class:`AnswerMismatch` instead, so that
+        nbgrader counts the cell as failed.
+        """
+        check = self.problem_set.check(grade_id)
+        if isinstance(check, FunctionCheck):
+            verdict = self._check_function(check, answer)
+        else:
+            verdict = check.judge(answer, self.givens, reveal=False)
+        self.verdicts[grade_id] = verdict
+        if not verdict.passed and os.environ.get(NBGRADER_VARIABLE):
+            raise AnswerMismatch(verdict.message)
+        mark, colour = ("\u2713", GREEN) if verdict.passed else ("\u2717", RED)
+        print(f"{colour}{mark}{RESET} {verdict.message}")
+
+    def _check_function(self, check: FunctionCheck, func) -> Verdict:
+        if not callable(func):
+            return Verdict(False, f"{check.answer} is {type(func).__name__}, not a function: "
+                                  "run the cell that defines it.")
+        if check.hidden:
+            who = self.solver.student_id or f"practice {self.variant}"
+            calls = check.calls(self.givens, np.random.default_rng(seed_for(self.problem_set.name, check.grade_id,
+                                                                             who)))
+        else:
+            calls = self.problem_set.visible_calls(check, self.givens)
+        outcomes = [self._call(func, call) for call in calls]
+        return check.judge(outcomes, calls, reveal=False)
+
+    @staticmethod
+    def _call(func, call: Call):
+        """Call the student's function on a copy of the inputs, with qkv switched off."""
+        args, kwargs = _fresh(call.args), _fresh(dict(call.kwargs))
+        with qkv_switched_off():
+            result = call_student_function(func, args, kwargs)
+        if result[0] == "returned":
+            _, value, warned = result
+            outcome = Returned(value)
+        else:
+            _, type_name, message, traceback_text, warned = result
+            if type_name == "QkvNotAvailable":
+                type_name, traceback_text = NOT_AVAILABLE, ""
+            elif traceback_text:
+                print(traceback_text, end="")  # the student's own error, in their own frames
+            outcome = Raised(type_name, message, traceback_text)
+        for text in warned:
+            print(f"{GREY}({call.label or 'your function'} warned: {text}){RESET}")
+        return outcome
+
+    # ----------------------------------------------------------------------- summary
+
+    def summary(self) -> None:
+        """Print every check of the problem set: passed, failed (and why) or not run yet."""
+        lines = [f"Summary of {self.problem_set.title} ({self.solver.describe()}):"]
+        earned = possible = 0.0
+        width = max(len(c.grade_id) for c in self.problem_set.checks)
+        hidden_points = 0.0
+        for check in self.problem_set.checks:
+            if check.hidden:
+                hidden_points += check.points
+                continue
+            possible += check.points
+            verdict = self.verdicts.get(check.grade_id)
+            if verdict is None:
+                lines.append(f"  - {check.grade_id:<{width}}  not run yet")
+            elif verdict.passed:
+                earned += check.points
+                lines.append(f"  {GREEN}\u2713{RESET} {check.grade_id:<{width}}")
+            else:
+                first_line = verdict.message.splitlines()[0]
+                lines.append(f"  {RED}\u2717{RESET} {check.grade_id:<{width}}  {first_line}")
+        lines.append(f"{earned:g} of {possible:g} points from the checks above.")
+        if hidden_points:
+            lines.append(f"{hidden_points:g} more points come from checks run only when your notebook is graded: "
+                         "they test the same things on other inputs.")
+        print("\n".join(lines))
+
+
+def _fresh(value):
+    """A deep copy of a call's inputs, with each :class:`Rng` turned into a new generator."""
+    if isinstance(value, Rng):
+        return np.random.default_rng(value.seed)
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(_fresh(v) for v in value)
+    if isinstance(value, list):
+        return [_fresh(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _fresh(v) for k, v in value.items()}
+    return copy.deepcopy(value)
+

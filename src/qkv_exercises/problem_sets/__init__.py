@@ -1,0 +1,25 @@
+"""The course's problem sets, one module each, named as the nbgrader assignment (``ps2_scaled_dot_product``).
+
+Each module defines ``PROBLEM_SET``, a :class:`qkv_exercises.checks.ProblemSet`: the
+givens of every variant and one check per graded cell of the notebook
+``exercises/source/<name>/<name>.ipynb``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from ..checks import ProblemSet
+
+
+def names() -> list[str]:
+    """The problem sets that have a module here, in order."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+
+
+def get_problem_set(name: str) -> ProblemSet:
+    """The problem set ``name``; a clear error for a name that is not one."""
+    if not isinstance(name, str) or name not in names():
+        raise ValueError(f"there is no problem set {name!r}; the problem sets are {', '.join(names())}")
+    return importlib.import_module(f"{__name__}.{name}").PROBLEM_SET
