@@ -206,10 +206,12 @@ def literal_includes(source: Path) -> list[tuple[str, str]]:
 
 
 def source_of(module_path: str, name: str) -> str:
-    """The current source of ``name`` in the qkv module at ``module_path`` (e.g. ../src/qkv/attention.py)."""
+    """The current source of ``name`` in the module at ``module_path`` (e.g. ../src/qkv/attention.py),
+    a module of qkv or of the book's helpers (qkv_book, for the widget a chapter shows)."""
     module_file = Path(module_path)
-    assert module_file.parts[-2:-1] == ("qkv",), f"literalinclude of {module_path}: not a qkv module"
-    module = import_module(f"qkv.{module_file.stem}")
+    package = module_file.parts[-2]
+    assert package in ("qkv", "qkv_book"), f"literalinclude of {module_path}: not a qkv or qkv_book module"
+    module = import_module(f"{package}.{module_file.stem}")
     obj = module
     for part in name.split("."):
         obj = getattr(obj, part)
@@ -224,7 +226,7 @@ def test_chapters_include_qkv_functions():
 
 
 def test_each_literalinclude_shows_the_current_source_of_its_function(built_site):
-    """The code block built for each :pyobject: is exactly that function's source in src/qkv today."""
+    """The code block built for each :pyobject: is exactly that function's source in src/ today."""
     problems = []
     for source in chapter_sources():
         page = source.relative_to(ROOT).with_suffix(".html")
