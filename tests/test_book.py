@@ -221,7 +221,8 @@ def source_of(module_path: str, name: str) -> str:
 def test_chapters_include_qkv_functions():
     """The chapters show the reference code through literalinclude (formula, then code)."""
     counts = {source.stem: len(literal_includes(source)) for source in chapter_sources()}
-    for chapter in ("qkv_roles", "scaled_dot_product", "why_sqrt_dk", "single_head", "multi_head", "attention_maps"):
+    for chapter in ("qkv_roles", "scaled_dot_product", "why_sqrt_dk", "single_head", "multi_head", "attention_maps",
+                    "masks_cross_attention", "position"):
         assert counts.get(chapter, 0) > 0, f"{chapter} shows no qkv function with literalinclude"
 
 

@@ -110,3 +110,18 @@ def test_head_parameter_equations_show_every_matrix_and_bias():
     W_K, b_K = read_bmatrices(equations[1])
     np.testing.assert_allclose(W_K, ex.heads[1].W_K)
     np.testing.assert_allclose(b_K, [[2.121321, 2.121321]])
+
+
+def test_masked_bmatrix_shows_minus_infinity_where_the_mask_blocks():
+    S = np.array([[0.0, 1.0, 0.5], [0.0, 1.0, 0.5], [0.0, 2.0, 1.0]])
+    latex = display.masked_bmatrix(S, qkv.causal_mask(3))
+    rows = latex.removeprefix(r"\begin{bmatrix} ").removesuffix(r" \end{bmatrix}").split(r" \\ ")
+    assert [row.split(" & ") for row in rows] == [
+        ["0", r"-\infty", r"-\infty"], ["0", "1", r"-\infty"], ["0", "2", "1"]]
+
+
+def test_masked_bmatrix_needs_a_boolean_mask_of_the_same_shape():
+    with pytest.raises(ValueError, match="needs a matrix and a boolean mask of its shape"):
+        display.masked_bmatrix(np.ones((2, 2)), np.ones((2, 2)))
+    with pytest.raises(ValueError, match=r"got shapes \(2, 2\) and \(3, 3\)"):
+        display.masked_bmatrix(np.ones((2, 2)), qkv.causal_mask(3))

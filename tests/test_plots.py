@@ -70,6 +70,11 @@ def test_without_the_cjk_font_the_same_labels_warn_of_missing_glyphs():
     lambda: qkv_book.plots.score_variance(np.array([1.0, 2.0, 4.0]), np.array([1.1, 1.9, 4.2]), np.ones(3)),
     lambda: qkv_book.plots.softmax_gradient(np.linspace(0, 10, 5), np.linspace(0.4, 1, 5), np.linspace(0.2, 0, 5),
                                        [2, 1, 0]),
+    lambda: qkv_book.plots.encoder_decoder_diagram(),
+    lambda: qkv_book.plots.heatmap_panels({"晚到 補償 [PAD]": (np.full((3, 3), 1 / 3), ["晚到", "補償", "[PAD]"],
+                                                              ["晚到", "補償", "[PAD]"], np.eye(3, dtype=bool))}),
+    lambda: qkv_book.plots.offset_curves(np.arange(3), {r"formula $\sum_i \cos(k\,\omega_i)$": np.ones(3)},
+                                         ylabel=r"$PE_p \cdot PE_{p+k}$", xlabel="offset n − m"),
 ])
 def test_every_figure_of_the_book_draws_without_missing_glyphs(make):
     """The symbols the chapters use (√, ×, −, Chinese tokens) all have glyphs."""
@@ -179,3 +184,67 @@ def test_only_the_font_cache_notice_is_kept_out_of_a_chapter_s_stderr():
                               (), None)
     assert not logger.filter(notice)
     assert logger.filter(other)
+
+
+def test_heatmap_panels_draw_each_panel_with_its_own_tokens_and_hatch_the_blocked_cells():
+    Panel = qkv_book.plots.Panel
+    cross = np.array([[0.1, 0.7, 0.2], [0.6, 0.1, 0.3]])  # 2 queries, 3 keys
+    padded = np.array([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.5, 0.5, 0.0]])
+    blocked = np.zeros((3, 3), dtype=bool)
+    blocked[:, 2] = True
+    fig = qkv_book.plots.heatmap_panels({
+        "2 x 3": Panel(cross, ["late", "delivery"], ["外送", "晚到", "補償"]),
+        "padded": Panel(padded, ["晚到", "補償", "[PAD]"], ["晚到", "補償", "[PAD]"], blocked),
+    })
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in panels] == ["2 x 3", "padded"]
+    np.testing.assert_array_equal(panels[0].images[0].get_array(), cross)
+    assert [t.get_text() for t in panels[0].get_yticklabels()] == ["late", "delivery"]
+    assert [t.get_text() for t in panels[0].get_xticklabels()] == ["外送", "晚到", "補償"]
+    hatched = sorted((round(r.get_y() + 0.5), round(r.get_x() + 0.5)) for r in panels[1].patches if r.get_hatch())
+    assert hatched == [(0, 2), (1, 2), (2, 2)]
+    assert not [r for r in panels[0].patches if r.get_hatch()]
+    assert panels[0].get_xlabel() and panels[0].get_ylabel()
+    with pytest.raises(ValueError, match="heatmap_panels needs at least one panel"):
+        qkv_book.plots.heatmap_panels({})
+
+
+def test_draw_blocked_needs_a_matrix():
+    with pytest.raises(ValueError, match=r"blocked must be a matrix \(n_q, n_k\), got shape \(3,\)"):
+        qkv_book.plots.draw_blocked(Figure().add_subplot(), np.ones(3, dtype=bool))
+
+
+def test_encoder_decoder_diagram_names_the_three_places_and_draws_their_masks():
+    fig = qkv_book.plots.encoder_decoder_diagram()
+    texts = " ".join(t.get_text() for t in fig.axes[0].texts)
+    for words in ("① self-attention", "② masked self-attention", "③ cross-attention", "外送 晚到 補償",
+                  "late delivery compensation", "K, V"):
+        assert words in texts, f"the diagram does not say {words!r}"
+    mask_cells = [p for p in fig.axes[0].patches if isinstance(p, Rectangle) and p.get_width() < 0.2]
+    assert len(mask_cells) == 3 * 9, "three 3 x 3 mask pictures expected"
+    dark = sum(p.get_facecolor()[2] > 0.6 and p.get_facecolor()[0] < 0.3 for p in mask_cells)
+    assert dark == 9 + 6 + 9, "encoder and cross-attention masks full, the causal mask a lower triangle"
+
+
+def test_position_encoding_map_shows_the_table_with_labelled_axes():
+    PE = qkv.sinusoidal_position_encoding(8, 6)
+    fig = qkv_book.plots.position_encoding_map(PE)
+    ax = fig.axes[0]
+    np.testing.assert_array_equal(ax.images[0].get_array(), PE)
+    assert "position" in ax.get_ylabel() and "dimension" in ax.get_xlabel()
+    with pytest.raises(ValueError, match=r"PE must be a matrix \(n, d_model\), got shape \(4,\)"):
+        qkv_book.plots.position_encoding_map(np.ones(4))
+
+
+def test_offset_curves_draw_one_labelled_line_per_curve():
+    offsets = np.arange(5)
+    curves = {"p = 0": np.arange(5.0), "p = 3": np.arange(5.0) ** 2}
+    fig = qkv_book.plots.offset_curves(offsets, curves, ylabel="dot product")
+    ax = fig.axes[0]
+    assert [line.get_label() for line in ax.lines] == ["p = 0", "p = 3"]
+    np.testing.assert_array_equal(ax.lines[1].get_ydata(), curves["p = 3"])
+    assert ax.get_xlabel() == "offset k" and ax.get_ylabel() == "dot product"
+    with pytest.raises(ValueError, match=r"curve 'bad' has shape \(3,\) but offsets has \(5,\)"):
+        qkv_book.plots.offset_curves(offsets, {"bad": np.ones(3)}, ylabel="y")
+    with pytest.raises(ValueError, match="offset_curves needs at least one curve"):
+        qkv_book.plots.offset_curves(offsets, {}, ylabel="y")

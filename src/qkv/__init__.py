@@ -12,6 +12,9 @@ from .attention import causal_mask, linear, scaled_dot_product_attention, self_a
 from .multihead import Head, fuse_heads, fused_multi_head_attention, merge_heads, multi_head_attention, split_heads
 from .trace import HeadTrace, MultiHeadTrace, Projection, project, trace_head, trace_multi_head
 from .vision import patchify, to_patch_grid
+from .attention import cross_attention
+from .masks import padding_mask
+from .position import add_positions, position_angles, rotary_embedding, sinusoidal_position_encoding
 
 __all__ = [
     "softmax",
@@ -34,4 +37,10 @@ __all__ = [
     "patchify",
     "to_patch_grid",
     "examples",
+    "cross_attention",
+    "padding_mask",
+    "position_angles",
+    "sinusoidal_position_encoding",
+    "add_positions",
+    "rotary_embedding",
 ]

@@ -16,6 +16,7 @@ from .validate import (
     as_real_array,
     check_broadcast,
     check_head_params,
+    check_positive_int,
     check_tokens,
     shape_str,
 )
@@ -170,8 +171,57 @@ def self_attention(X, W_Q, W_K, W_V, b_Q=None, b_K=None, b_V=None, mask=None):
     return scaled_dot_product_attention(Q, K, V, mask)
 
 
+def cross_attention(X_q, X_kv, W_Q, W_K, W_V, b_Q=None, b_K=None, b_V=None,
+                    mask=None):
+    r"""One head: queries from one sequence, keys and values from another.
+
+    .. math:: Q = X_q W_Q + b_Q,\quad K = X_{kv} W_K + b_K,
+              \quad V = X_{kv} W_V + b_V,\quad \mathrm{Attention}(Q, K, V)
+
+    In an encoder-decoder Transformer ``X_q`` holds the decoder's tokens and
+    ``X_kv`` the encoder's output; the two may differ in length.
+    :func:`self_attention` is the case ``X_q = X_kv``.
+
+    Args:
+        X_q: the tokens that ask, shape ``(..., n_q, d_model)``.
+        X_kv: the tokens that are read, shape ``(..., n_k, d_model)``.
+        W_Q, W_K: shape ``(d_model, d_k)``.  W_V: shape ``(d_model, d_v)``.
+        b_Q, b_K: shape ``(d_k,)`` or None.  b_V: shape ``(d_v,)`` or None.
+        mask: optional boolean, broadcastable to ``(..., n_q, n_k)``,
+            True = may attend (e.g. :func:`qkv.padding_mask` of ``X_kv``).
+
+    Returns:
+        ``(output, weights)`` of shapes ``(..., n_q, d_v)`` and
+        ``(..., n_q, n_k)``.
+
+    Raises:
+        ValueError: naming the argument whose shape does not fit the others.
+    """
+    W_Q, W_K, W_V, b_Q, b_K, b_V = check_head_params(W_Q, W_K, W_V,
+                                                     b_Q, b_K, b_V)
+    X_q = check_tokens(X_q, W_Q.shape[0], "W_Q", name="X_q")
+    X_kv = check_tokens(X_kv, W_K.shape[0], "W_K", name="X_kv")
+    check_broadcast("leading (batch) axes", "X_q", X_q.shape[:-2],
+                    "X_kv", X_kv.shape[:-2])
+    Q = linear(X_q, W_Q, b_Q)  # (..., n_q, d_k)
+    K = linear(X_kv, W_K, b_K)  # (..., n_k, d_k)
+    V = linear(X_kv, W_V, b_V)  # (..., n_k, d_v)
+    return scaled_dot_product_attention(Q, K, V, mask)
+
+
 def causal_mask(n):
-    """Boolean ``(n, n)`` mask in which token ``i`` may attend to tokens ``0..i`` only."""
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"causal_mask needs a positive number of tokens, got {n!r}")
+    r"""Boolean ``(n, n)`` mask: token ``i`` may attend to tokens ``0..i``.
+
+    .. math:: M_{ij} = \mathrm{True} \iff j \le i
+
+    Args:
+        n: the number of tokens.
+
+    Returns:
+        Boolean array of shape ``(n, n)``: True on and below the diagonal.
+
+    Raises:
+        ValueError: if ``n`` is not a positive integer.
+    """
+    n = check_positive_int("causal_mask's n (the number of tokens)", n)
     return np.tril(np.ones((n, n), dtype=bool))  # (n, n)

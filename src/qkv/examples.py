@@ -14,6 +14,13 @@ student works their own. The book shows variant 0.
 - :func:`q1_example`: seed 002, one query ``q1 = [1, 0]`` over three keys, d_k = 2.
 - :func:`softmax_saturation_example`: seed 002, softmax of [2, 1, 0] against [20, 10, 0].
 - :func:`zhonghe_example`: seed 001, the attention matrix of "中和 有 一個 永和路".
+
+The course adds examples of its own where a chapter needs numbers that no seed prints;
+their docstrings say so:
+
+- :func:`delivery_batch_example`: seed 000's token vectors in three sentences, padded.
+- :func:`delivery_translation_example`: English words whose queries read 外送 晚到 補償.
+- :func:`zhonghe_vectors_example`: token vectors and one head for 中和 有 一個 永和路.
 """
 
 from __future__ import annotations
@@ -155,6 +162,103 @@ def zhonghe_example() -> AttentionMatrixExample:
             [0.5, 0.0, 0.0, 0.5],  # 永和路 = 0.5×中和 + 0.5×永和路
         ]),
     )
+
+
+@dataclass(frozen=True)
+class PaddedBatchExample:
+    """Sentences of different lengths padded to one length ``n``.
+
+    ``sentences[b]`` holds the real tokens of sentence ``b`` (``lengths[b]`` of them); row
+    ``b`` of ``X`` ``(batch, n, d_model)`` holds their vectors, then ``pad_token``'s vector
+    (zeros) up to ``n``.
+    """
+
+    sentences: tuple[tuple[str, ...], ...]
+    X: np.ndarray
+    lengths: np.ndarray
+    pad_token: str
+
+
+def delivery_batch_example() -> PaddedBatchExample:
+    """The course's own batch: "外送 晚到 補償", "晚到 補償" and "補償", with seed 000's token
+    vectors, padded with zero vectors named ``[PAD]`` to ``n = 3``."""
+    vectors = dict(zip(delivery_example().tokens, delivery_example().X))
+    sentences = (("外送", "晚到", "補償"), ("晚到", "補償"), ("補償",))
+    n, d_model = max(len(s) for s in sentences), len(next(iter(vectors.values())))
+    X = np.zeros((len(sentences), n, d_model))  # (batch, n, d_model), padding rows stay 0
+    for b, sentence in enumerate(sentences):
+        X[b, : len(sentence)] = [vectors[token] for token in sentence]
+    lengths = np.array([len(s) for s in sentences])  # (batch,)
+    return PaddedBatchExample(sentences=sentences, X=X, lengths=lengths, pad_token="[PAD]")
+
+
+@dataclass(frozen=True)
+class CrossAttentionExample:
+    """Queries from one sequence, keys and values from another: ``X_q`` ``(n_q, d_model)``
+    names its rows ``query_tokens``, ``X_kv`` ``(n_k, d_model)`` names its rows
+    ``key_tokens``; ``head`` holds ``W_Q, W_K, W_V``."""
+
+    query_tokens: tuple[str, ...]
+    X_q: np.ndarray
+    key_tokens: tuple[str, ...]
+    X_kv: np.ndarray
+    head: Head
+
+
+def delivery_translation_example() -> CrossAttentionExample:
+    """The course's own cross-attention: the English words "late delivery compensation" (a
+    decoder's tokens) attend over seed 000's "外送 晚到 補償" (the encoder's tokens).
+
+    The English words are one-hot vectors, so each word's query is one row of ``W_Q``; those
+    rows are made to point at the word's Chinese counterpart (late -> 晚到, delivery -> 外送,
+    compensation -> 補償), as a trained translation model's would. ``W_K = W_V = I``: the keys
+    and values are the Chinese token vectors themselves. ``d_k = 4``, so ``sqrt(d_k) = 2``.
+    """
+    chinese = delivery_example()
+    X_q = np.array([
+        [1, 0, 0, 0],  # late
+        [0, 1, 0, 0],  # delivery
+        [0, 0, 1, 0],  # compensation
+    ], dtype=float)  # (n_q, d_model) = (3, 4)
+    W_Q = np.array([
+        [0, 2, 2, 0],  # late's query: 晚到's direction
+        [2, 0, 0, 2],  # delivery's query: 外送's direction
+        [2, 2, -2, -2],  # compensation's query: 補償's direction, away from 外送 and 晚到
+        [0, 0, 0, 0],  # (no English word uses the fourth coordinate)
+    ], dtype=float)  # (d_model, d_k) = (4, 4)
+    head = Head(W_Q=W_Q, W_K=np.eye(4), W_V=np.eye(4))
+    return CrossAttentionExample(query_tokens=("late", "delivery", "compensation"), X_q=X_q,
+                                 key_tokens=chinese.tokens, X_kv=chinese.X, head=head)
+
+
+@dataclass(frozen=True)
+class SelfAttentionExample:
+    """Token vectors ``X`` ``(n, d_model)`` whose rows ``tokens`` names, and one head."""
+
+    tokens: tuple[str, ...]
+    X: np.ndarray
+    head: Head
+
+
+def zhonghe_vectors_example() -> SelfAttentionExample:
+    """The course's own vectors for seed 001's tokens 中和 / 有 / 一個 / 永和路 (the seed gives
+    an attention matrix but no vectors), and one head that reads them.
+
+    The coordinates are (place name, "has", "a", which place): 中和 and 永和路 share the
+    first and differ in the sign of the last. ``W_Q = W_K = diag(2, 2, 2, 1)`` counts "which
+    place" half as much, so the two place names attend mostly to themselves and to each
+    other, 有 and 一個 mostly to themselves, as in seed 001's matrix. ``W_V = I``.
+    ``d_k = 4``, so ``sqrt(d_k) = 2``.
+    """
+    X = np.array([
+        [1, 0, 0, 1],  # 中和
+        [0, 1, 0, 0],  # 有
+        [0, 0, 1, 0],  # 一個
+        [1, 0, 0, -1],  # 永和路
+    ], dtype=float)  # (n, d_model) = (4, 4)
+    W_QK = np.diag([2.0, 2.0, 2.0, 1.0])  # (d_model, d_k) = (4, 4)
+    head = Head(W_Q=W_QK, W_K=W_QK, W_V=np.eye(4))
+    return SelfAttentionExample(tokens=("中和", "有", "一個", "永和路"), X=X, head=head)
 
 
 # --------------------------------------------------------------------------- variants

@@ -125,12 +125,19 @@ def check_head_params(W_Q, W_K, W_V, b_Q=None, b_K=None, b_V=None):
     return W_Q, W_K, W_V, b_Q, b_K, b_V
 
 
-def check_tokens(X, d_model: int, matrix_name: str) -> np.ndarray:
-    """X must be (..., n, d_model) where d_model is the row count of ``matrix_name``."""
-    X = as_real_array("X", X, min_ndim=2)
+def check_tokens(X, d_model: int, matrix_name: str, name: str = "X") -> np.ndarray:
+    """X (called ``name``) must be (..., n, d_model) where d_model is the row count of ``matrix_name``."""
+    X = as_real_array(name, X, min_ndim=2)
     if X.shape[-1] != d_model:
         raise ValueError(
-            f"X has d_model={X.shape[-1]} (shape {shape_str(X.shape)}) but {matrix_name} has "
-            f"{d_model} rows; X @ {matrix_name} needs X.shape[-1] == {matrix_name}.shape[0]"
+            f"{name} has d_model={X.shape[-1]} (shape {shape_str(X.shape)}) but {matrix_name} has "
+            f"{d_model} rows; {name} @ {matrix_name} needs {name}.shape[-1] == {matrix_name}.shape[0]"
         )
     return X
+
+
+def check_positive_int(name: str, value) -> int:
+    """A count such as a number of tokens or a width: a whole number >= 1 (not a bool, not a float)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)

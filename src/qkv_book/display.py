@@ -190,3 +190,18 @@ def show_head_parameters(head, number: int, decimals: int = DEFAULT_DECIMALS) ->
 
     for equation in head_parameter_equations(head, number, decimals):
         display(Math(equation))
+
+
+def masked_bmatrix(M, allowed, decimals: int = DEFAULT_DECIMALS) -> str:
+    r"""Scores ``M`` ``(n_q, n_k)`` after masking, as a bmatrix: blocked entries show as ``-\infty``.
+
+    ``allowed`` is a boolean mask of the same shape (True = may attend), as :mod:`qkv` uses it.
+    """
+    M = as_real_array("M", M)
+    allowed = np.asarray(allowed)
+    if M.ndim != 2 or allowed.shape != M.shape or allowed.dtype != np.bool_:
+        raise ValueError(f"masked_bmatrix needs a matrix and a boolean mask of its shape, got shapes "
+                         f"{M.shape} and {allowed.shape} (dtype {allowed.dtype})")
+    rows = [" & ".join(format_entry(x, decimals) if ok else r"-\infty" for x, ok in zip(row, ok_row))
+            for row, ok_row in zip(M, allowed)]
+    return r"\begin{bmatrix} " + r" \\ ".join(rows) + r" \end{bmatrix}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import logging
+from typing import NamedTuple
 
 import matplotlib
 import numpy as np
@@ -31,7 +32,7 @@ logging.getLogger("matplotlib.font_manager").addFilter(_NoFontCacheNotice())
 
 from matplotlib import font_manager  # noqa: E402  (after the filter: importing it may build the cache)
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.patches import Rectangle  # noqa: E402
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle  # noqa: E402
 
 from qkv.validate import as_real_array, shape_str  # noqa: E402
 
@@ -296,3 +297,175 @@ def figure_png(fig: Figure, dpi: int | None = None) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi)
     return buffer.getvalue()
+
+
+class Panel(NamedTuple):
+    """One heatmap of :func:`heatmap_panels`: ``weights`` ``(n_q, n_k)``, the query tokens
+    ``rows``, the key tokens ``cols``, and optionally ``blocked`` ``(n_q, n_k)``, True where the
+    mask blocked the pair (those cells are hatched)."""
+
+    weights: np.ndarray
+    rows: tuple
+    cols: tuple
+    blocked: np.ndarray | None = None
+
+
+def draw_blocked(ax, blocked) -> None:
+    """Hatch the cells of a heatmap on ``ax`` that a mask blocked (True in ``blocked`` ``(n_q, n_k)``).
+
+    The hatching covers the cell's number: a blocked weight is exactly 0 and says nothing.
+    """
+    blocked = np.asarray(blocked, dtype=bool)
+    if blocked.ndim != 2:
+        raise ValueError(f"blocked must be a matrix (n_q, n_k), got shape {shape_str(blocked.shape)}")
+    for i, j in np.argwhere(blocked):
+        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="#e6e6e6", edgecolor="#9a9a9a",
+                               hatch="///", linewidth=0, zorder=4))
+
+
+def heatmap_panels(panels: dict, *, size: float = 2.5, dpi: int = 90) -> Figure:
+    """Heatmaps side by side, one per ``{title: Panel}``, each with its own query and key tokens.
+
+    Panels may differ in shape (a ``2 x 3`` cross-attention beside a ``3 x 3`` one); widths
+    follow the number of keys. Blocked cells are hatched (:func:`draw_blocked`); one colour bar
+    from 0 to 1 serves every panel.
+    """
+    if not panels:
+        raise ValueError("heatmap_panels needs at least one panel")
+    panels = {title: Panel(*panel) for title, panel in panels.items()}
+    widths = [as_real_array(f"panel {title!r}", p.weights).shape[-1] for title, p in panels.items()]
+    fig = Figure(figsize=(size / 3 * sum(widths) + 0.9 * len(panels) + 0.6, size + 0.4), dpi=dpi,
+                 layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False, width_ratios=widths)[0]
+    for index, (ax, (title, panel)) in enumerate(zip(axes, panels.items())):
+        image = draw_heatmap(ax, panel.weights, panel.rows, panel.cols)
+        if panel.blocked is not None:
+            draw_blocked(ax, panel.blocked)
+        ax.set_title(title, fontsize=10)
+        if index:
+            ax.set_ylabel("")
+    fig.colorbar(image, ax=list(axes), shrink=0.8, label="weight")
+    return fig
+
+
+def _box(ax, xy, width, height, text, *, color="#dce9f5", edge="#3b75af", fontsize=9):
+    """A rounded box with centred text on a diagram's axes (coordinates in axis units)."""
+    ax.add_patch(FancyBboxPatch(xy, width, height, boxstyle="round,pad=0.02,rounding_size=0.08",
+                                facecolor=color, edgecolor=edge, linewidth=1.2))
+    ax.text(xy[0] + width / 2, xy[1] + height / 2, text, ha="center", va="center", fontsize=fontsize)
+
+
+def _arrow(ax, start, end, *, color="#444444", text=None, text_offset=(0.0, 0.0)):
+    """An arrow on a diagram, with an optional label beside its middle."""
+    ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=12, color=color,
+                                 linewidth=1.2, connectionstyle="arc3,rad=0"))
+    if text:
+        middle = ((start[0] + end[0]) / 2 + text_offset[0], (start[1] + end[1]) / 2 + text_offset[1])
+        ax.text(*middle, text, fontsize=8, color=color, ha="center", va="center")
+
+
+def _mask_icon(ax, corner, allowed, cell: float = 0.17):
+    """A small picture of a mask: dark cells may attend, light cells are blocked (rows = queries)."""
+    allowed = np.asarray(allowed, dtype=bool)
+    rows, cols = allowed.shape
+    x0, y0 = corner
+    for i in range(rows):
+        for j in range(cols):
+            ax.add_patch(Rectangle((x0 + j * cell, y0 + (rows - 1 - i) * cell), cell, cell,
+                                   facecolor="#3b75af" if allowed[i, j] else "#e8e8e8",
+                                   edgecolor="white", linewidth=0.8))
+    ax.text(x0 + cols * cell / 2, y0 - 0.12, "mask", ha="center", va="top", fontsize=7, color="#555555")
+
+
+def _layer_frame(ax, xy, width, height, label):
+    """A dashed frame around the boxes of one layer, with how often the layer repeats."""
+    ax.add_patch(Rectangle(xy, width, height, fill=False, edgecolor="#888888", linestyle="--",
+                           linewidth=1.0))
+    ax.text(xy[0] + 0.08, xy[1] + height - 0.08, label, ha="left", va="top", fontsize=8,
+            color="#555555")
+
+
+def encoder_decoder_diagram(source="外送 晚到 補償", target="late delivery compensation", *,
+                            size: float = 6.6, dpi: int = 90) -> Figure:
+    """The three places attention sits in an encoder-decoder Transformer, with their masks.
+
+    Encoder (left): self-attention over the source tokens, padding mask only. Decoder
+    (right): masked (causal) self-attention over the target tokens, then cross-attention whose
+    queries come from the decoder and whose keys and values come from the encoder's output.
+    Each attention box carries a small picture of its mask (rows = queries, columns = keys,
+    dark = may attend). Residual connections and layer normalisation are left out.
+    """
+    n_source, n_target = len(source.split()), len(target.split())
+    fig = Figure(figsize=(size, size * 0.8), dpi=dpi, layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_xlim(-0.1, 10.4)
+    ax.set_ylim(0, 8.2)
+    ax.set_axis_off()
+    encoder, decoder, attention = "#dce9f5", "#fbe3d3", "#fff4c2"
+    ax.text(2.2, 7.9, "encoder", ha="center", fontsize=12)
+    ax.text(7.3, 7.9, "decoder", ha="center", fontsize=12)
+    # Encoder: source tokens -> [self-attention -> feed-forward] x N -> output
+    _box(ax, (0.6, 0.3), 3.2, 0.8, f"source tokens + positions\n{source}", color=encoder)
+    _layer_frame(ax, (0.2, 1.65), 4.4, 3.1, "× N")
+    _box(ax, (0.6, 1.9), 3.2, 1.0, "① self-attention\nmask: padding only", color=attention)
+    _box(ax, (0.6, 3.65), 3.2, 0.7, "feed-forward", color=encoder)
+    _box(ax, (0.6, 5.3), 3.2, 0.8, "encoder output\n(one vector per source token)", color=encoder)
+    _arrow(ax, (2.2, 1.1), (2.2, 1.9), text="Q, K, V", text_offset=(0.55, 0))
+    _arrow(ax, (2.2, 2.9), (2.2, 3.65))
+    _arrow(ax, (2.2, 4.35), (2.2, 5.3))
+    _mask_icon(ax, (3.95, 2.15), np.ones((n_source, n_source)))
+    # Decoder: target tokens -> [masked self-attention -> cross-attention -> feed-forward] x N
+    _box(ax, (5.7, 0.3), 3.2, 0.8, f"target tokens + positions\n{target}", color=decoder, fontsize=8)
+    _layer_frame(ax, (5.3, 1.45), 4.95, 4.75, "× N")
+    _box(ax, (5.7, 1.7), 3.2, 1.0, "② masked self-attention\nmask: causal (+ padding)", color=attention)
+    _box(ax, (5.7, 3.3), 3.2, 1.0, "③ cross-attention\nQ: decoder; K, V: encoder", color=attention)
+    _box(ax, (5.7, 5.0), 3.2, 0.7, "feed-forward", color=decoder)
+    _box(ax, (5.7, 6.75), 3.2, 0.7, "next-token probabilities", color=decoder)
+    _arrow(ax, (7.3, 1.1), (7.3, 1.7), text="Q, K, V", text_offset=(0.55, 0))
+    _arrow(ax, (7.3, 2.7), (7.3, 3.3), text="Q", text_offset=(0.25, 0))
+    _arrow(ax, (7.3, 4.3), (7.3, 5.0))
+    _arrow(ax, (7.3, 5.7), (7.3, 6.75))
+    _arrow(ax, (3.8, 5.7), (5.7, 3.8), color="#b8560f", text="K, V", text_offset=(0.35, 0.3))
+    _mask_icon(ax, (9.1, 1.95), np.tril(np.ones((n_target, n_target))))
+    _mask_icon(ax, (9.1, 3.55), np.ones((n_target, n_source)))
+    return fig
+
+
+def position_encoding_map(PE, *, size: float = 3.4, dpi: int = 90) -> Figure:
+    """The position encodings ``(n, d_model)`` as an image: one row per position, one column per
+    dimension, colour from -1 to 1."""
+    PE = as_real_array("PE", PE)
+    if PE.ndim != 2:
+        raise ValueError(f"PE must be a matrix (n, d_model), got shape {shape_str(PE.shape)}")
+    fig = Figure(figsize=(size * 1.35, size), dpi=dpi, layout="constrained")
+    ax = fig.add_subplot()
+    image = ax.imshow(PE, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
+    ax.set_xlabel("dimension (even: sin, odd: cos)")
+    ax.set_ylabel("position p")
+    fig.colorbar(image, ax=ax, label="value")
+    return fig
+
+
+def offset_curves(offsets, curves: dict, *, ylabel: str, xlabel: str = "offset k",
+                  size: float = 3.2, dpi: int = 90) -> Figure:
+    """Lines of a quantity against an offset, one per ``{label: values}``, same length as
+    ``offsets``. Curves that lie on top of each other show the quantity depends on the offset
+    alone: later curves are drawn thinner and dashed so that the ones below stay visible."""
+    offsets = as_real_array("offsets", offsets)
+    if not curves:
+        raise ValueError("offset_curves needs at least one curve")
+    fig = Figure(figsize=(size * 1.4, size), dpi=dpi, layout="constrained")
+    ax = fig.add_subplot()
+    styles = [dict(linewidth=5, alpha=0.35), dict(linewidth=2.2), dict(linewidth=1.2, linestyle="--"),
+              dict(linewidth=1.0, linestyle=":")]
+    for index, (label, values) in enumerate(curves.items()):
+        values = as_real_array(f"curve {label!r}", values)
+        if values.shape != offsets.shape:
+            raise ValueError(f"curve {label!r} has shape {shape_str(values.shape)} but offsets has "
+                             f"{shape_str(offsets.shape)}")
+        ax.plot(offsets, values, label=label, **styles[index % len(styles)])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return fig
