@@ -340,3 +340,9 @@ def test_blocks_name_tokens_of_the_wrong_width():
         qkv.encoder_block(np.ones((2, 3)), small_layer())
     with raises(ValueError, "memory has d_model=5"):
         qkv.decoder_block(np.ones((2, 4)), np.ones((3, 5)), decoder_layer_from(1))
+
+
+@pytest.mark.parametrize("function", [qkv.relu, qkv.gelu])
+def test_activations_name_an_entry_that_is_not_finite(function):
+    with raises(ValueError, "x[1] is nan", "finite numbers"):
+        function([0.0, np.nan])

@@ -205,3 +205,8 @@ def test_blockwise_attention_names_a_fully_masked_row():
 def test_blockwise_attention_rejects_a_mask_that_is_not_boolean():
     with raises(TypeError, "mask must be boolean"):
         qkv.blockwise_attention(np.ones((3, 2)), np.ones((4, 2)), np.ones((4, 2)), 2, np.ones((3, 4)))
+
+
+def test_online_softmax_update_names_a_running_state_of_the_wrong_shape():
+    with raises(ValueError, "running_sum has shape (3,)", "block of scores has shape (3, 4)", "(3, 1)"):
+        qkv.online_softmax_update(np.full((3, 1), -np.inf), np.zeros(3), np.ones((3, 4)))

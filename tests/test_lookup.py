@@ -231,3 +231,9 @@ def test_colour_tokens_names_patches_that_do_not_hold_whole_pixels():
 def test_colour_head_needs_a_positive_g():
     with raises(ValueError, "g must be a positive number"):
         qkv.colour_head(0.0)
+
+
+def test_squared_distances_names_queries_and_keys_of_different_widths():
+    """A width-1 query would otherwise broadcast silently against width-3 keys."""
+    with raises(ValueError, "Q has d_k=1 but K has d_k=3"):
+        qkv.squared_distances(np.ones((2, 1)), np.ones((3, 3)))

@@ -53,7 +53,12 @@ def online_softmax_update(running_max, running_sum, block_scores):
         ``(..., 1)``; the factor :math:`e^{m - m'}` ``(..., 1)`` by which
         everything accumulated so far must be multiplied; and
         :math:`e^{s_j - m'}` ``(..., b)``.
+
+    Raises:
+        ValueError: if ``m`` or ``l`` does not have one entry per row of the
+            block, shape ``(..., 1)``.
     """
+    _check_running(running_max, running_sum, block_scores)
     block_max = block_scores.max(axis=-1, keepdims=True)  # (..., 1)
     new_max = np.maximum(running_max, block_max)  # (..., 1)
     # A row whose scores so far are all -inf (masked) has nothing to rescale.
@@ -63,6 +68,17 @@ def online_softmax_update(running_max, running_sum, block_scores):
     block_sum = exponentials.sum(axis=-1, keepdims=True)  # (..., 1)
     new_sum = running_sum * rescale + block_sum  # (..., 1)
     return new_max, new_sum, rescale, exponentials
+
+
+def _check_running(running_max, running_sum, block_scores) -> None:
+    """The running max and sum hold one number per row of the block: shape (..., 1)."""
+    expected = (*np.shape(block_scores)[:-1], 1)
+    for name, value in (("running_max", running_max), ("running_sum", running_sum)):
+        if np.shape(value) != expected:
+            raise ValueError(
+                f"{name} has shape {shape_str(np.shape(value))} but the block of scores has shape "
+                f"{shape_str(np.shape(block_scores))}; {name} needs one entry per row: {shape_str(expected)}"
+            )
 
 
 def online_softmax(blocks):

@@ -73,7 +73,12 @@ def squared_distances(Q, K):
 
     Returns:
         Array of shape ``(..., n_q, n_k)``.
+
+    Raises:
+        ValueError: if ``Q`` and ``K`` differ in ``d`` or their leading axes
+            do not broadcast.
     """
+    Q, K, _ = _check_qkv(Q, K, K)
     differences = Q[..., :, None, :] - K[..., None, :, :]  # (..., n_q, n_k, d)
     return np.sum(differences**2, axis=-1)  # (..., n_q, n_k)
 
