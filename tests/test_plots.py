@@ -138,6 +138,82 @@ def test_patch_map_rejects_a_grid_that_does_not_fit_the_image():
         qkv_book.plots.draw_patch_attention(fig.add_subplot(), np.zeros((4, 6)), np.ones((3, 3)))
 
 
+BLOCKS = {
+    "post-LN encoder": (("self-attention", "feed-forward"), False),
+    "pre-LN encoder": (("self-attention", "feed-forward"), True),
+    "decoder": (("masked self-attention", "cross-attention", "feed-forward"), False),
+}
+
+
+@pytest.mark.parametrize("make", [
+    lambda: qkv_book.plots.block_diagram(BLOCKS),
+    lambda: qkv_book.plots.depth_norms({"post-LN": np.full(13, 8.0), "pre-LN": np.linspace(8, 27, 13)}),
+    lambda: qkv_book.plots.attention_cost(np.array([128, 256]), np.array([0.01, 0.04]),
+                                          {"full": np.array([4e5, 1.6e6]), "blockwise": np.array([3e5, 4e5])}),
+    lambda: qkv_book.plots.kernel_regression(np.array([0.0, 1.0, 2.0]), np.array([1.0, 0.0, 1.0]),
+                                             np.array([0.5, 1.5]), {"σ = 0.3": np.array([0.5, 0.5])},
+                                             np.full((2, 3), 1 / 3), truth=np.array([0.4, 0.6]),
+                                             weights_title="weights, σ = 0.3"),
+])
+def test_the_block_cost_and_lookup_figures_draw_without_missing_glyphs(make):
+    caught = draw(make())
+    assert not glyph_warnings(caught), f"missing glyphs: {glyph_warnings(caught)}"
+
+
+def test_block_diagram_draws_each_sublayer_with_its_norm_and_residual_sum():
+    """Per column, bottom to top: a box per sublayer and per layer norm, a ⊕ per sublayer; LayerNorm first
+    in pre-LN, after the ⊕ in post-LN; the cross-attention gets an arrow from the encoder."""
+    fig = qkv_book.plots.block_diagram(BLOCKS)
+    for ax, (title, (sublayers, norm_first)) in zip(fig.axes, BLOCKS.items()):
+        assert ax.get_title() == title
+        words = [t for t in ax.texts if t.get_text()]  # the arrows are annotations without text
+        labels = [t.get_text() for t in sorted(words, key=lambda t: t.get_position()[1])
+                  if t.get_position()[0] == 0]
+        expected = ["input tokens"]
+        for sublayer in sublayers:
+            expected += ["LayerNorm", sublayer, "+"] if norm_first else [sublayer, "+", "LayerNorm"]
+        assert labels == expected + ["output tokens"], f"{title}: {labels}"
+        sides = [t.get_text() for t in words if t.get_position()[0] != 0]
+        assert sides == (["encoder\noutput"] if "decoder" in title else [])
+    with pytest.raises(ValueError, match="at least one block"):
+        qkv_book.plots.block_diagram({})
+
+
+def test_depth_norms_plots_one_labelled_line_per_stack():
+    lengths = {"post-LN": np.full(4, 8.0), "pre-LN": np.array([8.0, 9.5, 11.0, 12.5])}
+    ax = qkv_book.plots.depth_norms(lengths).axes[0]
+    assert [line.get_label() for line in ax.lines] == ["post-LN", "pre-LN"]
+    np.testing.assert_array_equal(ax.lines[1].get_ydata(), lengths["pre-LN"])
+    np.testing.assert_array_equal(ax.lines[1].get_xdata(), [0, 1, 2, 3])
+    assert ax.get_xlabel() and ax.get_ylabel()
+
+
+def test_attention_cost_draws_time_and_memory_against_n():
+    n = np.array([128.0, 256.0, 512.0])
+    fig = qkv_book.plots.attention_cost(n, np.array([1.0, 3.0, 9.0]) / 1e3, {"full": 24 * n**2})
+    time_ax, memory_ax = fig.axes
+    np.testing.assert_allclose(time_ax.lines[0].get_ydata(), [1.0, 3.0, 9.0])  # milliseconds
+    np.testing.assert_allclose(time_ax.lines[1].get_ydata(), 9.0 * (n / 512) ** 2)  # the n^2 guide
+    np.testing.assert_allclose(memory_ax.lines[0].get_ydata(), n**2 * 8 / 2**20)  # one n x n matrix in MiB
+    np.testing.assert_allclose(memory_ax.lines[1].get_ydata(), 24 * n**2 / 2**20)
+    for ax in (time_ax, memory_ax):
+        assert ax.get_xlabel() and ax.get_ylabel() and ax.get_xscale() == "log"
+    with pytest.raises(ValueError, match=r"peak_bytes\['full'\] has shape \(2,\), n has \(3,\)"):
+        qkv_book.plots.attention_cost(n, np.ones(3), {"full": np.ones(2)})
+
+
+def test_kernel_regression_puts_each_weight_at_its_key_and_query_position():
+    """Keys and queries given out of order are drawn in order of position, each weight in its cell."""
+    keys, queries = np.array([2.0, 0.0, 1.0]), np.array([1.5, 0.5])
+    weights = np.arange(6.0).reshape(2, 3)  # weights[i, j]: query i, key j
+    fig = qkv_book.plots.kernel_regression(keys, np.zeros(3), queries, {}, weights)
+    mesh = fig.axes[1].collections[0]
+    np.testing.assert_array_equal(np.asarray(mesh.get_array()).reshape(2, 3), [[4.0, 5.0, 3.0], [1.0, 2.0, 0.0]])
+    assert fig.axes[0].get_xlabel() and fig.axes[1].get_xlabel() and fig.axes[1].get_ylabel()
+    with pytest.raises(ValueError, match=r"weights has shape \(3, 2\), expected \(2, 3\)"):
+        qkv_book.plots.kernel_regression(keys, np.zeros(3), queries, {}, weights.T)
+
+
 def test_figure_png_is_a_png():
     assert qkv_book.plots.figure_png(qkv_book.plots.heatmap(np.eye(2), ["a", "b"])).startswith(b"\x89PNG\r\n\x1a\n")
 

@@ -15,6 +15,12 @@ from .vision import patchify, to_patch_grid
 from .attention import cross_attention
 from .masks import padding_mask
 from .position import add_positions, position_angles, rotary_embedding, sinusoidal_position_encoding
+from .vision import colour_head, colour_tokens
+from .block import DecoderLayer, DecoderWeights, EncoderLayer, FeedForward, LayerNorm, MultiHead
+from .block import decoder_block, encoder_block, feed_forward, gelu, layer_norm, multi_head_cross_attention, relu
+from .blockwise import OnlineSoftmaxStep, blockwise_attention, online_softmax, online_softmax_update
+from .lookup import additive_attention, gaussian_as_dot_product, gaussian_kernel_weights, hard_lookup
+from .lookup import nadaraya_watson, squared_distances
 
 __all__ = [
     "softmax",
@@ -43,4 +49,29 @@ __all__ = [
     "sinusoidal_position_encoding",
     "add_positions",
     "rotary_embedding",
+    "colour_tokens",
+    "colour_head",
+    "layer_norm",
+    "relu",
+    "gelu",
+    "feed_forward",
+    "multi_head_cross_attention",
+    "LayerNorm",
+    "FeedForward",
+    "MultiHead",
+    "EncoderLayer",
+    "DecoderLayer",
+    "DecoderWeights",
+    "encoder_block",
+    "decoder_block",
+    "online_softmax_update",
+    "OnlineSoftmaxStep",
+    "online_softmax",
+    "blockwise_attention",
+    "hard_lookup",
+    "squared_distances",
+    "gaussian_kernel_weights",
+    "nadaraya_watson",
+    "gaussian_as_dot_product",
+    "additive_attention",
 ]

@@ -21,6 +21,7 @@ their docstrings say so:
 - :func:`delivery_batch_example`: seed 000's token vectors in three sentences, padded.
 - :func:`delivery_translation_example`: English words whose queries read 外送 晚到 補償.
 - :func:`zhonghe_vectors_example`: token vectors and one head for 中和 有 一個 永和路.
+- :func:`delivery_encoder_layer`: seed 000's heads inside a whole encoder block.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .attention import scaled_dot_product_attention
+from .block import EncoderLayer, FeedForward, LayerNorm, MultiHead
 from .multihead import Head
 from .trace import trace_multi_head
 from .variants import VariantDraw, first_accepted
@@ -362,3 +364,36 @@ def _workable_delivery(arrays: tuple[np.ndarray, ...]) -> bool:
     return (story and all(_clear_largest(row, 0.05) for row in compensation)
             and weights.min() >= 0.02 and weights.max() <= 0.9
             and _all_differ(_delivery_steps(_delivery_from(arrays)), _seed_steps("delivery")))
+def delivery_encoder_layer():
+    """Seed 000's two heads (``W_O = I``) inside a whole encoder block, for 外送 晚到 補償.
+
+    The attention is seed 000's; the layer norms start as they do before training
+    (``gamma = 1``, ``beta = 0``); the feed-forward layer (``d_ff = 8``) has weights typed
+    with one decimal, as small random numbers would be, so that a step can be followed by hand.
+    Returns a :class:`qkv.EncoderLayer` for the tokens ``delivery_example().X`` ``(3, 4)``.
+    """
+    ex = delivery_example()
+    W_1 = np.array([  # (d_model, d_ff) = (4, 8)
+        [0.0, 0.1, -0.1, -0.4, -0.2, -0.5, 0.0, 0.7],
+        [-0.2, -0.3, 0.2, 0.2, 0.1, -0.5, 0.0, 0.3],
+        [-0.7, -0.2, -1.0, -0.6, -0.9, -0.1, -0.6, 0.1],
+        [0.1, -0.1, -1.3, -0.3, 0.0, 0.1, -0.8, -0.2],
+    ])
+    b_1 = np.array([-0.1, -0.1, 0.1, -0.1, 0.0, 0.1, -0.1, 0.0])  # (d_ff,)
+    W_2 = np.array([  # (d_ff, d_model) = (8, 4)
+        [0.0, 0.0, -0.4, 0.0],
+        [0.5, -0.5, 0.3, 0.0],
+        [-0.2, 0.7, 0.3, -0.4],
+        [0.0, 0.2, -0.1, 0.2],
+        [0.0, 0.2, 0.5, -0.2],
+        [0.1, -0.2, 0.0, -0.4],
+        [-0.2, -0.1, 0.3, 0.4],
+        [-0.5, -0.3, 0.2, -0.7],
+    ])
+    b_2 = np.zeros(4)  # (d_model,)
+    return EncoderLayer(
+        self_attention=MultiHead(ex.heads, ex.W_O, ex.b_O),
+        norm_1=LayerNorm.identity(4),
+        feed_forward=FeedForward(W_1, b_1, W_2, b_2, activation="relu"),
+        norm_2=LayerNorm.identity(4),
+    )

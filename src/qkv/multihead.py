@@ -92,6 +92,13 @@ def multi_head_attention(X, heads, W_O, b_O=None, mask=None):
 
 def _check_multi_head(X, heads, W_O, b_O):
     """Validate heads, X and the output projection against each other."""
+    heads, W_O, b_O = _check_heads_and_output(heads, W_O, b_O)
+    check_tokens(X, heads[0].d_model, "W_Q")
+    return heads, W_O, b_O
+
+
+def _check_heads_and_output(heads, W_O, b_O):
+    """Validate the heads against each other and the output projection against the heads."""
     heads = tuple(h if isinstance(h, Head) else Head(*h) for h in heads)
     if not heads:
         raise ValueError("multi_head_attention needs at least one head, got none")
@@ -101,7 +108,6 @@ def _check_multi_head(X, heads, W_O, b_O):
                 f"head 1 reads d_model={heads[0].d_model} but head {i} reads d_model={head.d_model}; "
                 "all heads must read the same tokens"
             )
-    check_tokens(X, heads[0].d_model, "W_Q")
     W_O, b_O = _check_output_projection(W_O, b_O, [head.d_v for head in heads])
     return heads, W_O, b_O
 

@@ -141,3 +141,11 @@ def check_positive_int(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return int(value)
+
+
+def as_positive_number(name: str, x) -> float:
+    """A positive, finite real number (a kernel's width, a norm's epsilon); not a bool."""
+    number = isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+    if not (number and np.isfinite(x) and x > 0):
+        raise ValueError(f"{name} must be a positive number, got {x!r}")
+    return float(x)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .validate import as_real_array, shape_str
+from .multihead import Head
+from .validate import as_positive_number, as_real_array, shape_str
 
 
 def patchify(image, patch_size):
@@ -45,3 +46,47 @@ def to_patch_grid(weights, grid_shape):
             f"({rows * cols},): one weight per patch"
         )
     return weights.reshape(rows, cols)  # (rows, cols), patch k at (k // cols, k % cols)
+
+
+def colour_tokens(patches, channels=3):
+    r"""One token per patch: its average colour ``c`` (centred on the image's average) and
+    :math:`-\tfrac12\lVert c\rVert^2`, the extra number that :func:`colour_head` needs.
+
+    Args:
+        patches: ``(N, P * P * C)`` from :func:`patchify`, channels interleaved per pixel.
+        channels: ``C``.
+
+    Returns:
+        ``(N, C + 1)``: row ``j`` is :math:`[\,c_j,\ -\tfrac12\lVert c_j\rVert^2\,]`.
+    """
+    patches = as_real_array("patches", patches, min_ndim=2)
+    if patches.ndim != 2 or patches.shape[1] % channels:
+        raise ValueError(
+            f"patches must be (N, P * P * {channels}), got shape {shape_str(patches.shape)}"
+        )
+    colour = patches.reshape(patches.shape[0], -1, channels).mean(axis=1)  # (N, C)
+    colour = colour - colour.mean(axis=0)  # (N, C): centred on the image's average colour
+    half_square = -0.5 * np.sum(colour**2, axis=1, keepdims=True)  # (N, 1)
+    return np.concatenate([colour, half_square], axis=1)  # (N, C + 1)
+
+
+def colour_head(g, channels=3):
+    r"""A head, built by hand, that makes a patch attend to patches of a
+    similar colour.
+
+    On :func:`colour_tokens` it gives :math:`q_i = g\,[\,c_i,\ 1\,]` and
+    :math:`k_j = v_j = g\,[\,c_j,\ -\tfrac12\lVert c_j\rVert^2\,]`, so
+
+    .. math::
+        q_i\cdot k_j = g^2\Big(c_i\cdot c_j - \tfrac12\lVert c_j\rVert^2\Big)
+        = -\frac{g^2}{2}\lVert c_i - c_j\rVert^2
+          + \frac{g^2}{2}\lVert c_i\rVert^2 ,
+
+    a score that falls with the colour distance; ``g`` sets how sharply.
+    """
+    g = as_positive_number("g", g)
+    d = channels + 1
+    W_Q = np.diag([g] * channels + [0.0])  # (d, d): q = g [c, 0] ...
+    b_Q = np.array([0.0] * channels + [g])  # (d,): ... + [0, g] = g [c, 1]
+    W_K = g * np.eye(d)  # (d, d): k = g [c, -|c|^2 / 2]
+    return Head(W_Q=W_Q, W_K=W_K, W_V=W_K, b_Q=b_Q)

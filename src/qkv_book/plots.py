@@ -32,7 +32,7 @@ logging.getLogger("matplotlib.font_manager").addFilter(_NoFontCacheNotice())
 
 from matplotlib import font_manager  # noqa: E402  (after the filter: importing it may build the cache)
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle  # noqa: E402
+from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Rectangle  # noqa: E402
 
 from qkv.validate import as_real_array, shape_str  # noqa: E402
 
@@ -290,6 +290,162 @@ def softmax_gradient(scale, largest_weight, gradient_norm, base_scores, *, size:
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return fig
+
+
+# Colours of the block diagram: one per kind of sublayer.
+BLOCK_COLOURS = {"attention": "#f6d7b0", "feed-forward": "#c9def2", "LayerNorm": "#e4efc9"}
+
+
+def _sublayer_kind(label: str) -> str:
+    return "feed-forward" if "feed-forward" in label else "attention"
+
+
+def block_diagram(blocks: dict, *, size: float = 2.9, dpi: int = 90) -> Figure:
+    """Draw Transformer blocks side by side, from the input (bottom) to the output (top).
+
+    ``blocks`` is ``{title: (sublayers, norm_first)}``: the labels of the sublayers in order
+    (e.g. ``("self-attention", "feed-forward")``) and whether the layer norm comes first (pre-LN)
+    or after the residual sum (post-LN). Every sublayer gets a residual connection (a line that
+    goes around it to a ⊕) and a LayerNorm box; a sublayer whose label starts with ``cross``
+    also gets an arrow from the side, the encoder's output.
+    """
+    if not blocks:
+        raise ValueError("block_diagram needs at least one block")
+    tallest = max(3 * len(sublayers) for sublayers, _ in blocks.values())
+    step, box_w, box_h = 0.62, 1.5, 0.36
+    fig = Figure(figsize=(size * len(blocks), step * (tallest + 2) * 0.75 + 0.6), dpi=dpi,
+                 layout="constrained")
+    axes = fig.subplots(1, len(blocks), squeeze=False)[0]
+    for ax, (title, (sublayers, norm_first)) in zip(axes, blocks.items()):
+        _draw_block(ax, list(sublayers), bool(norm_first), step, box_w, box_h)
+        ax.set_xlim(-1.25, 1.45)
+        ax.set_ylim(-0.45, step * (tallest + 1) + 0.35)
+        ax.set_title(title, fontsize=10)
+        ax.set_axis_off()
+    return fig
+
+
+def _draw_block(ax, sublayers, norm_first, step, box_w, box_h) -> None:
+    """One column of the block diagram (see :func:`block_diagram`), drawn with :func:`_box` and
+    :func:`_arrow`."""
+    residual = "#b03a2e"
+    y = 0.0
+    ax.text(0, y - 0.3, "input tokens", ha="center", va="center", fontsize=8)
+    bottom = y - 0.15
+    for label in sublayers:
+        order = ["LayerNorm", label, "+"] if norm_first else [label, "+", "LayerNorm"]
+        skip_from = bottom + 0.12  # the residual line leaves the main path here
+        for item in order:
+            y += step
+            _arrow(ax, (0, bottom), (0, y - (0.09 if item == "+" else box_h / 2)))
+            if item == "+":
+                ax.add_patch(Circle((0, y), 0.09, facecolor="white", edgecolor="#333333", lw=1.0))
+                ax.text(0, y, "+", ha="center", va="center", fontsize=9)
+                ax.plot([0, 1.0, 1.0], [skip_from, skip_from, y], color=residual, lw=1.1)
+                _arrow(ax, (1.0, y), (0.09, y), color=residual)
+                bottom = y + 0.09
+                continue
+            kind = "LayerNorm" if item == "LayerNorm" else _sublayer_kind(item)
+            _box(ax, (-box_w / 2, y - box_h / 2), box_w, box_h, item, color=BLOCK_COLOURS[kind],
+                 edge="#555555", fontsize=8)
+            bottom = y + box_h / 2
+            if item.startswith("cross"):
+                _arrow(ax, (-1.2, y), (-box_w / 2, y))
+                ax.text(-1.2, y + 0.12, "encoder\noutput", ha="left", va="bottom", fontsize=7)
+    y += step * 0.8
+    _arrow(ax, (0, bottom), (0, y - 0.12))
+    ax.text(0, y, "output tokens", ha="center", va="center", fontsize=8)
+
+
+def depth_norms(norms: dict, *, size: float = 3.2, dpi: int = 90) -> Figure:
+    """The average length of the token vectors after each block of a stack, one line per
+    ``{label: lengths}`` entry (``lengths[0]`` is the input, ``lengths[l]`` the output of block ``l``)."""
+    if not norms:
+        raise ValueError("depth_norms needs at least one line")
+    fig = Figure(figsize=(size * 1.5, size), dpi=dpi, layout="constrained")
+    ax = fig.add_subplot()
+    for (label, lengths), marker in zip(norms.items(), "osd^v"):
+        lengths = as_real_array(f"lengths of {label!r}", lengths)
+        ax.plot(range(len(lengths)), lengths, marker=marker, label=label)
+    ax.set_xlabel("number of blocks the tokens have passed through")
+    ax.set_ylabel(r"average length $\|x\|$ of a token")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def attention_cost(n, seconds, peak_bytes: dict, *, size: float = 3.2, dpi: int = 90) -> Figure:
+    """Two log-log panels against the number of tokens ``n``: the measured time of full attention,
+    with a dashed line growing as n², and the measured peak memory of each method in
+    ``peak_bytes`` (``{label: bytes}``), with the size of one n x n float64 matrix dashed."""
+    n = as_real_array("n", n)
+    seconds = as_real_array("seconds", seconds)
+    if n.ndim != 1 or seconds.shape != n.shape:
+        raise ValueError(f"n and seconds must be vectors of one length, got {shape_str(n.shape)} "
+                         f"and {shape_str(seconds.shape)}")
+    fig = Figure(figsize=(size * 2.6, size), dpi=dpi, layout="constrained")
+    time_ax, memory_ax = fig.subplots(1, 2)
+    time_ax.plot(n, seconds * 1e3, "o-", color="#3b75af", label="full attention, measured")
+    time_ax.plot(n, seconds[-1] * 1e3 * (n / n[-1]) ** 2, "--", color="#888888", label="grows as $n^2$")
+    time_ax.set_ylabel("time (milliseconds)")
+    memory_ax.plot(n, n**2 * 8 / 2**20, "--", color="#888888", label=r"one $n \times n$ float64 matrix")
+    for (label, values), marker in zip(peak_bytes.items(), "os^"):
+        values = as_real_array(f"peak_bytes[{label!r}]", values)
+        if values.shape != n.shape:
+            raise ValueError(f"peak_bytes[{label!r}] has shape {shape_str(values.shape)}, n has {shape_str(n.shape)}")
+        memory_ax.plot(n, values / 2**20, marker=marker, label=label)
+    memory_ax.set_ylabel("peak memory (MiB)")
+    for ax in (time_ax, memory_ax):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("$n$ (tokens)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    return fig
+
+
+def kernel_regression(keys, values, queries, fits: dict, weights, *, truth=None, weights_title: str = "",
+                      size: float = 3.2, dpi: int = 90) -> Figure:
+    """Nadaraya-Watson regression in one dimension, two panels.
+
+    Left: the observations (``keys``, ``values``), the curve ``truth`` at ``queries`` if given, and
+    one fitted curve per ``{label: predictions at queries}``. Right: the weights ``(n_q, n_k)``
+    of one fit as an image, query position against key position.
+    """
+    keys, values, queries = (as_real_array(name, a) for name, a in
+                             (("keys", keys), ("values", values), ("queries", queries)))
+    weights = as_real_array("weights", weights)
+    if weights.shape != (queries.shape[0], keys.shape[0]):
+        raise ValueError(f"weights has shape {shape_str(weights.shape)}, expected "
+                         f"({queries.shape[0]}, {keys.shape[0]}): one row per query, one column per key")
+    fig = Figure(figsize=(size * 2.7, size), dpi=dpi, layout="constrained")
+    fit_ax, weights_ax = fig.subplots(1, 2, width_ratios=[1.4, 1])
+    fit_ax.plot(keys, values, "o", color="#999999", markersize=4, label="observations (keys, values)")
+    if truth is not None:
+        fit_ax.plot(queries, as_real_array("truth", truth), color="black", lw=1, ls=":", label="true function")
+    for label, prediction in fits.items():
+        fit_ax.plot(queries, as_real_array(f"fits[{label!r}]", prediction), lw=1.6, label=label)
+    fit_ax.set_xlabel("$x$ (queries and keys)")
+    fit_ax.set_ylabel("$y$ (values and predictions)")
+    fit_ax.legend(fontsize=7)
+    fit_ax.grid(alpha=0.3)
+    by_key, by_query = np.argsort(keys), np.argsort(queries)  # cells in the order of position
+    image = weights_ax.pcolormesh(_cell_edges(keys[by_key]), _cell_edges(queries[by_query]),
+                                  weights[np.ix_(by_query, by_key)], cmap=WEIGHTS_CMAP)
+    weights_ax.set_xlabel("key position $x_j$")
+    weights_ax.set_ylabel("query position $x$")
+    weights_ax.set_title(weights_title, fontsize=10)
+    fig.colorbar(image, ax=weights_ax, shrink=0.8, label="weight")
+    return fig
+
+
+def _cell_edges(centres: np.ndarray) -> np.ndarray:
+    """Edges of cells around sorted positions: midway between neighbours, half a gap beyond the ends."""
+    if centres.size == 1:
+        return np.array([centres[0] - 0.5, centres[0] + 0.5])
+    middle = (centres[1:] + centres[:-1]) / 2
+    return np.concatenate([[2 * centres[0] - middle[0]], middle, [2 * centres[-1] - middle[-1]]])
 
 
 def figure_png(fig: Figure, dpi: int | None = None) -> bytes:
