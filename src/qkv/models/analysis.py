@@ -47,47 +47,56 @@ def pattern_targets(tokens):
 
 
 def head_pattern_scores(weights, tokens):
-    r"""How closely each head follows each pattern: the weight its queries put on the pattern's keys.
+    r"""How closely each head follows each of the patterns.
 
-    .. math:: \mathrm{score}_p = \frac{1}{|Q_p|} \sum_{i \in Q_p} \sum_{j \in T_p(i)} A_{ij}
+    .. math::
+        \mathrm{score}_p = \frac{1}{|Q_p|} \sum_{i \in Q_p}
+        \sum_{j \in T_p(i)} A_{ij}
 
-    where :math:`T_p(i)` are the keys pattern :math:`p` names for query :math:`i` (see
-    :func:`pattern_targets`) and :math:`Q_p` the queries that have any. A score of 1 means every such
-    query puts all its weight there; an even spread over ``n`` keys scores about :math:`1/n`.
+    :math:`T_p(i)` are the keys pattern :math:`p` names for query :math:`i`,
+    :math:`Q_p` the queries that have any. A score of 1 means every such
+    query puts all its weight there; an even spread over ``n`` keys scores
+    about :math:`1/n`.
 
     Args:
-        weights: ``(..., n, n)``, for instance every head of every layer ``(L, h, n, n)``.
+        weights: ``(..., n, n)``, e.g. every head of every layer
+            ``(L, h, n, n)``.
         tokens: the ``n`` tokens.
 
     Returns:
-        ``{pattern: scores}`` with scores of shape ``(...)``; NaN where no query has a target (no word
-        occurs twice, for ``same word``).
+        ``{pattern: scores}``, scores of shape ``(...)``; NaN where no query
+        has a target (``same word`` when no word occurs twice).
 
     Raises:
-        ValueError: if ``weights`` is not ``(..., n, n)`` for the ``n`` tokens.
+        ValueError: if ``weights`` is not ``(..., n, n)`` for ``n`` tokens.
     """
     weights = as_real_array("weights", weights, min_ndim=2)
     n = len(tokens)
     if weights.shape[-2:] != (n, n):
-        raise ValueError(f"weights have shape {shape_str(weights.shape)} but there are {n} tokens; "
+        raise ValueError(f"weights have shape {shape_str(weights.shape)} "
+                         f"but there are {n} tokens; "
                          f"expected (..., {n}, {n})")
     scores = {}
     for pattern, targets in pattern_targets(tokens).items():
-        queries = targets.any(axis=1)  # (n,)
-        on_targets = (weights * targets).sum(axis=-1)  # (..., n): each query's weight on its targets
-        scores[pattern] = (on_targets[..., queries].mean(axis=-1) if queries.any()
+        queries = targets.any(axis=1)  # (n,): queries with a target
+        on_targets = (weights * targets).sum(axis=-1)  # (..., n)
+        scores[pattern] = (on_targets[..., queries].mean(axis=-1)
+                           if queries.any()
                            else np.full(weights.shape[:-2], np.nan))
     return scores
 
 
 def head_contribution_norms(X, layer):
-    r"""The size of what each head actually moves from key ``j`` into query ``i``'s output.
+    r"""The size of what each head moves from key ``j`` into query ``i``.
 
-    Head :math:`h` adds :math:`\sum_j A^{(h)}_{ij}\, v^{(h)}_j W_O^{(h)}` to query :math:`i`, where
-    :math:`W_O^{(h)}` are the rows of :math:`W_O` that multiply head :math:`h`'s output. The map draws
-    only :math:`A^{(h)}_{ij}`; this measures the vector itself (Kobayashi et al., 2020):
+    Head :math:`h` adds :math:`\sum_j A^{(h)}_{ij}\, v^{(h)}_j W_O^{(h)}` to
+    query :math:`i`, where :math:`W_O^{(h)}` are the rows of :math:`W_O` that
+    multiply head :math:`h`'s output. A map draws only :math:`A^{(h)}_{ij}`;
+    this measures the vector itself (Kobayashi et al., 2020):
 
-    .. math:: N^{(h)}_{ij} = \big\lVert A^{(h)}_{ij}\; v^{(h)}_j\, W_O^{(h)} \big\rVert
+    .. math::
+        N^{(h)}_{ij} = \big\lVert A^{(h)}_{ij}\; v^{(h)}_j\,
+        W_O^{(h)} \big\rVert
 
     Args:
         X: the tokens the layer's heads read, ``(n, d_model)``.
@@ -96,8 +105,9 @@ def head_contribution_norms(X, layer):
     Returns:
         ``(norms, weights)``, both ``(h, n, n)``.
     """
+    h = layer.num_heads
     _, weights = attention_sublayer(X, layer)  # (h, n, n)
-    V = split_heads(linear(X, layer.W_V, layer.b_V), layer.num_heads)  # (h, n, d_v)
-    W_O = layer.W_O.reshape(layer.num_heads, -1, layer.W_O.shape[1])  # (h, d_v, d_model): head h's rows
-    moved = np.linalg.norm(V @ W_O, axis=-1)  # (h, n): || v_j W_O^(h) || for each key j
+    V = split_heads(linear(X, layer.W_V, layer.b_V), h)  # (h, n, d_v)
+    W_O = layer.W_O.reshape(h, -1, layer.W_O.shape[1])  # (h, d_v, d_model)
+    moved = np.linalg.norm(V @ W_O, axis=-1)  # (h, n): || v_j W_O^(h) ||
     return weights * moved[:, None, :], weights  # (h, n, n)

@@ -57,6 +57,21 @@ class EncoderLayer:
             raise ValueError(f"W_Q has {self.W_Q.shape[1]} columns, not divisible by num_heads={self.num_heads}")
 
     @property
+    def norm_1(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(gamma, beta)`` of the LayerNorm that goes with attention."""
+        return self.norm_1_gamma, self.norm_1_beta
+
+    @property
+    def norm_2(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(gamma, beta)`` of the LayerNorm that goes with the feed-forward network."""
+        return self.norm_2_gamma, self.norm_2_beta
+
+    @property
+    def ffn(self) -> tuple[np.ndarray, ...]:
+        """``(W_1, b_1, W_2, b_2)``, the feed-forward network's parameters."""
+        return self.W_1, self.b_1, self.W_2, self.b_2
+
+    @property
     def d_model(self) -> int:
         return self.W_Q.shape[0]
 
@@ -78,9 +93,11 @@ class EncoderLayer:
 
 
 def attention_sublayer(X, layer):
-    r"""The layer's multi-head self-attention, through :func:`qkv.fused_multi_head_attention`.
+    r"""The layer's multi-head self-attention: the course's fused form.
 
-    .. math:: \mathrm{MHA}(X) = \mathrm{Concat}(\mathrm{head}^{(1)}, \dots, \mathrm{head}^{(h)})\, W_O + b_O
+    .. math::
+        \mathrm{MHA}(X) = \mathrm{Concat}(\mathrm{head}^{(1)}, \dots,
+        \mathrm{head}^{(h)})\, W_O + b_O
 
     Args:
         X: the tokens the heads read, ``(..., n, d_model)``.
@@ -89,48 +106,52 @@ def attention_sublayer(X, layer):
     Returns:
         ``(output, weights)``: ``(..., n, d_model)`` and ``(..., h, n, n)``.
     """
-    return fused_multi_head_attention(X, layer.W_Q, layer.W_K, layer.W_V, layer.W_O, layer.num_heads,
-                                      layer.b_Q, layer.b_K, layer.b_V, layer.b_O)
+    return fused_multi_head_attention(
+        X, layer.W_Q, layer.W_K, layer.W_V, layer.W_O, layer.num_heads,
+        layer.b_Q, layer.b_K, layer.b_V, layer.b_O)
 
 
 def post_norm_layer(X, layer):
-    r"""One encoder layer of BERT: each sublayer's output is added to its input, then normalised.
+    r"""One BERT encoder layer: add each sublayer's output, then normalise.
 
-    .. math:: A = \mathrm{LayerNorm}_1\big(X + \mathrm{MHA}(X)\big), \qquad
-              Y = \mathrm{LayerNorm}_2\big(A + \mathrm{FFN}(A)\big)
+    .. math::
+        A = \mathrm{LayerNorm}_1\big(X + \mathrm{MHA}(X)\big), \qquad
+        Y = \mathrm{LayerNorm}_2\big(A + \mathrm{FFN}(A)\big)
 
     Args:
-        X: ``(..., n, d_model)``, the output of the layer below (or of the embeddings).
+        X: ``(..., n, d_model)``, the output of the layer below.
         layer: an :class:`EncoderLayer`.
 
     Returns:
-        ``(Y, weights)``: ``(..., n, d_model)`` and the heads' weights ``(..., h, n, n)``.
+        ``(Y, weights)``: ``(..., n, d_model)`` and the heads' weights
+        ``(..., h, n, n)``.
     """
-    attention, weights = attention_sublayer(X, layer)  # (..., n, d_model), (..., h, n, n)
-    A = layer_norm(X + attention, layer.norm_1_gamma, layer.norm_1_beta, layer.eps)
-    ffn = feed_forward(A, layer.W_1, layer.b_1, layer.W_2, layer.b_2)  # (..., n, d_model)
-    Y = layer_norm(A + ffn, layer.norm_2_gamma, layer.norm_2_beta, layer.eps)
+    attention, weights = attention_sublayer(X, layer)  # (..., n, d_model)
+    A = layer_norm(X + attention, *layer.norm_1, layer.eps)
+    Y = layer_norm(A + feed_forward(A, *layer.ffn), *layer.norm_2, layer.eps)
     return Y, weights
 
 
 def pre_norm_layer(X, layer):
-    r"""One encoder layer of a ViT: each sublayer reads a normalised copy, and its output is added.
+    r"""One ViT encoder layer: each sublayer reads a normalised copy; add.
 
-    .. math:: A = X + \mathrm{MHA}\big(\mathrm{LayerNorm}_1(X)\big), \qquad
-              Y = A + \mathrm{FFN}\big(\mathrm{LayerNorm}_2(A)\big)
+    .. math::
+        A = X + \mathrm{MHA}\big(\mathrm{LayerNorm}_1(X)\big), \qquad
+        Y = A + \mathrm{FFN}\big(\mathrm{LayerNorm}_2(A)\big)
 
     Args:
-        X: ``(..., n, d_model)``.
+        X: ``(..., n, d_model)``, the output of the layer below.
         layer: an :class:`EncoderLayer`.
 
     Returns:
-        ``(Y, weights)``: ``(..., n, d_model)`` and the heads' weights ``(..., h, n, n)``.
+        ``(Y, weights)``: ``(..., n, d_model)`` and the heads' weights
+        ``(..., h, n, n)``.
     """
-    attention, weights = attention_sublayer(layer_norm(X, layer.norm_1_gamma, layer.norm_1_beta, layer.eps), layer)
-    A = X + attention  # (..., n, d_model)
-    ffn = feed_forward(layer_norm(A, layer.norm_2_gamma, layer.norm_2_beta, layer.eps),
-                       layer.W_1, layer.b_1, layer.W_2, layer.b_2)
-    return A + ffn, weights
+    attention, weights = attention_sublayer(
+        layer_norm(X, *layer.norm_1, layer.eps), layer)  # (..., n, d_model)
+    A = X + attention
+    Y = A + feed_forward(layer_norm(A, *layer.norm_2, layer.eps), *layer.ffn)
+    return Y, weights
 
 
 def run_layers(X, layers, layer_function):

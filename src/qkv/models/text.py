@@ -114,21 +114,24 @@ def embed(model, ids):
 
 
 def encode(model, sentence):
-    r"""Run the whole encoder on one sentence and pool its tokens into one unit-length vector.
+    r"""Run the whole encoder on a sentence; pool its tokens into one vector.
 
-    .. math:: H^{(0)} = \mathrm{embed}(\text{sentence}),\quad
-              H^{(l)} = \mathrm{Layer}_l\big(H^{(l-1)}\big),\quad
-              e = \frac{\mathrm{mean}_i\, H^{(L)}_i}{\lVert \mathrm{mean}_i\, H^{(L)}_i \rVert}
+    .. math::
+        H^{(0)} = \mathrm{embed}(\text{sentence}),\quad
+        H^{(l)} = \mathrm{Layer}_l\big(H^{(l-1)}\big),\quad
+        e = \frac{\bar h}{\lVert \bar h \rVert},\
+        \bar h = \tfrac{1}{n}\textstyle\sum_i H^{(L)}_i
 
     Every layer is :func:`~qkv.models.post_norm_layer`, whose attention is
     :func:`qkv.fused_multi_head_attention`.
 
     Returns:
-        an :class:`Encoding` with the tokens, every hidden state, every head's weights and the
-        sentence vector.
+        an :class:`Encoding`: the tokens, every hidden state, every head's
+        weights and the sentence vector.
     """
     tokens, ids = tokenize(model, sentence)
-    hidden_states, weights = run_layers(embed(model, ids), model.layers, post_norm_layer)
+    hidden_states, weights = run_layers(
+        embed(model, ids), model.layers, post_norm_layer)  # (L+1, n, d)
     embedding = unit_length(mean_pooling(hidden_states[-1]))  # (d_model,)
     return Encoding(sentence, tokens, hidden_states, weights, embedding)
 

@@ -88,10 +88,13 @@ class Classification:
 
 
 def image_tokens(model, images):
-    r"""The first layer's input: a class token, then one embedded patch per token, plus positions.
+    r"""The first layer's input: a class token, then one token per patch.
 
-    .. math:: X = \big[\,x_{\mathrm{class}};\ p_1 W_{\mathrm{patch}} + b;\ \dots;\ p_N W_{\mathrm{patch}} + b\,\big]
-              + E_{\mathrm{pos}}
+    .. math::
+        X = \big[\,x_{\mathrm{class}};\ p_1 W + b;\ \dots;\
+        p_N W + b\,\big] + E_{\mathrm{pos}}
+
+    with :math:`W, b` the patch embedding (``W_patch``, ``b_patch``).
 
     Args:
         model: a :class:`VisionTransformer`.
@@ -106,14 +109,17 @@ def image_tokens(model, images):
     images = as_real_array("images", images, min_ndim=2)
     size = model.image_size
     if images.shape[-2:] != (size, size):
-        raise ValueError(f"images have shape {shape_str(images.shape)}; the model reads (..., {size}, {size})")
-    lead = images.shape[:-2]
-    flat = images.reshape(-1, size, size) / model.pixel_scale  # (batch, H, W), values 0..1
-    patches = np.stack([patchify(image, model.patch_size) for image in flat])  # (batch, N, P*P)
-    embedded = linear(patches, model.W_patch, model.b_patch)  # (batch, N, d_model)
-    class_tokens = np.broadcast_to(model.class_token, (len(flat), 1, model.class_token.shape[0]))
-    tokens = np.concatenate([class_tokens, embedded], axis=1) + model.position_embeddings  # (batch, N + 1, d_model)
-    return tokens.reshape(*lead, *tokens.shape[1:])
+        raise ValueError(f"images have shape {shape_str(images.shape)}; "
+                         f"the model reads (..., {size}, {size})")
+    flat = images.reshape(-1, size, size) / model.pixel_scale  # (b, H, W)
+    patches = np.stack([patchify(image, model.patch_size)
+                        for image in flat])  # (b, N, P*P)
+    embedded = linear(patches, model.W_patch, model.b_patch)  # (b, N, d)
+    class_tokens = np.broadcast_to(model.class_token,
+                                   (len(flat), 1, embedded.shape[-1]))
+    tokens = np.concatenate([class_tokens, embedded], axis=1)  # (b, N+1, d)
+    tokens = tokens + model.position_embeddings
+    return tokens.reshape(*images.shape[:-2], *tokens.shape[1:])
 
 
 def classify(model, images):
@@ -139,26 +145,30 @@ def classify(model, images):
 
 
 def attention_rollout(weights):
-    r"""How much each output token draws on each input token through all layers, counting the residual.
+    r"""How much each token draws on each input token through all layers.
 
-    Each layer's weights are averaged over the heads, the residual connection is counted as
-    attention to oneself, and the layers are chained (Abnar and Zuidema, 2020):
+    Each layer's weights are averaged over the heads, the residual
+    connection is counted as attention to oneself, and the layers are
+    chained (Abnar and Zuidema, 2020):
 
-    .. math:: \tilde A^{(l)} = \tfrac{1}{2}\Big(\tfrac{1}{h}\textstyle\sum_i A^{(l,i)} + I\Big),\qquad
-              R = \tilde A^{(L)} \cdots \tilde A^{(2)}\, \tilde A^{(1)}
+    .. math::
+        \tilde A^{(l)} = \tfrac{1}{2}\Big(\tfrac{1}{h}\textstyle\sum_i
+        A^{(l,i)} + I\Big),\qquad
+        R = \tilde A^{(L)} \cdots \tilde A^{(2)}\, \tilde A^{(1)}
 
     Args:
-        weights: ``(L, ..., h, n, n)``, every layer's weights (as :func:`classify` returns them).
+        weights: ``(L, ..., h, n, n)``, every layer's weights (as
+            :func:`classify` returns them).
 
     Returns:
         ``(..., n, n)``; each row sums to 1.
     """
     weights = as_real_array("weights", weights, min_ndim=4)
     n = weights.shape[-1]
-    rollout = np.broadcast_to(np.eye(n), weights.shape[1:-3] + (n, n))  # (..., n, n)
+    rollout = np.broadcast_to(np.eye(n), weights.shape[1:-3] + (n, n))
     for layer_weights in weights:  # (..., h, n, n)
-        mixed = 0.5 * (layer_weights.mean(axis=-3) + np.eye(n))  # (..., n, n), rows sum to 1
-        rollout = mixed @ rollout
+        mixed = 0.5 * (layer_weights.mean(axis=-3) + np.eye(n))  # (.., n, n)
+        rollout = mixed @ rollout  # rows still sum to 1
     return rollout
 
 
