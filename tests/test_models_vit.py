@@ -8,6 +8,7 @@ file another way, checked here too).
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -46,9 +47,10 @@ def torch_vit():
     return model.eval()
 
 
-def torch_layers(model, images):
+def torch_layers(model, images, dtype=torch.float32):
     """PyTorch's hidden states (L + 1, b, n, d), weights (L, b, h, n, n) and logits, layer by layer."""
-    x = torch.tensor(images / CONFIG["pixel_scale"], dtype=torch.float32)
+    model = model.to(dtype)
+    x = torch.tensor(images / CONFIG["pixel_scale"], dtype=dtype)
     with torch.no_grad():
         tokens = model.patch_embedding(model.patches(x))
         h = torch.cat([model.class_token.expand(len(x), -1, -1), tokens], dim=1) + model.position_embedding
@@ -72,8 +74,10 @@ def assert_close(name, ours, theirs):
 
 
 def test_every_layer_matches_pytorch(vit, torch_vit, data):
-    images = data[0][vit.held_out_indices[:60]]
-    hidden, weights, logits = torch_layers(torch_vit, images)
+    """Every held-out image, PyTorch in float64 on the same weights (qkv computes in float64):
+    what differs is the code, not the rounding."""
+    images = data[0][vit.held_out_indices]
+    hidden, weights, logits = torch_layers(copy.deepcopy(torch_vit), images, torch.float64)
     result = qkv.models.classify(vit, images)
     assert result.hidden_states.shape == hidden.shape and result.weights.shape == weights.shape
     for layer in range(len(hidden)):
@@ -82,6 +86,14 @@ def test_every_layer_matches_pytorch(vit, torch_vit, data):
     for layer in range(len(weights)):
         assert_close(f"layer {layer + 1} weights [image, head, query, key] ", result.weights[layer], weights[layer])
     assert_close("logits [image, class] ", result.logits, logits)
+
+
+def test_logits_match_the_float32_model_as_trained(vit, torch_vit, data):
+    images = data[0][vit.held_out_indices]
+    _, weights, logits = torch_layers(torch_vit, images, torch.float32)
+    result = qkv.models.classify(vit, images)
+    assert_close("float32 logits [image, class] ", result.logits, logits)
+    assert_close("float32 layer weights [layer, image, head, query, key] ", result.weights, weights)
 
 
 def test_held_out_accuracy_is_what_the_chapter_promises(vit, torch_vit, data):
