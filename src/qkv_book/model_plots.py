@@ -16,7 +16,7 @@ from matplotlib.patches import Rectangle
 
 from qkv.validate import as_real_array, shape_str
 
-from .plots import WEIGHTS_CMAP
+from .plots import WEIGHTS_CMAP, figure_png
 
 HEAD_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
                 "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939")
@@ -30,9 +30,27 @@ def _check(name, array, ndim):
     return array
 
 
+class _PlacedFigure(Figure):
+    """A figure whose panels are placed by hand (no layout engine). In IPython it is shown as laid
+    out, drawn once, instead of being drawn twice to crop it tight: every chapter runs at every build."""
+
+
+def _show_placed_figures_as_laid_out() -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with the book's requirements
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.display_formatter.formatters["image/png"].for_type(_PlacedFigure, figure_png)
+
+
+_show_placed_figures_as_laid_out()
+
+
 def _fixed_figure(width, height, dpi):
     """A figure in inches whose panels are placed by hand (no layout engine)."""
-    return Figure(figsize=(width, height), dpi=dpi)
+    return _PlacedFigure(figsize=(width, height), dpi=dpi)
 
 
 def _inches(fig, left, bottom, width, height):
@@ -57,7 +75,8 @@ def _mosaic(blocks, gap=1):
 def _block_frames(ax, rows, cols, a, b, gap=1):
     """A thin grey frame around every block of a :func:`_mosaic`."""
     frames = [Rectangle((c * (b + gap) - 0.5, r * (a + gap) - 0.5), b, a) for r in range(rows) for c in range(cols)]
-    ax.add_collection(PatchCollection(frames, facecolor="none", edgecolor="#888888", linewidth=0.5))
+    ax.add_collection(PatchCollection(frames, facecolor="none", edgecolor="#888888", linewidth=0.5,
+                                      clip_on=False))
 
 
 def _weights_cmap():
@@ -152,7 +171,7 @@ def pattern_score_grids(scores: dict, threshold: float, *, columns: int = 3, cel
     for index, (pattern, values) in enumerate(zip(scores, tables)):
         top, left = (index // columns) * (num_layers + gap), (index % columns) * (num_heads + gap)
         ax.add_patch(Rectangle((left - 0.5, top - 0.5), num_heads, num_layers, fill=False, edgecolor="#888888",
-                               linewidth=0.5))
+                               linewidth=0.5, clip_on=False))
         ax.text(left + (num_heads - 1) / 2, top - 1.1, pattern, ha="center", va="bottom", fontsize=9)
         for layer, head in zip(*np.nonzero(values >= threshold)):
             value = values[layer, head]
@@ -193,7 +212,8 @@ def head_maps(weights, tokens, *, titles, columns: int = 2, size: float = 3.0, d
     image = ax.imshow(mosaic, cmap=_weights_cmap(), vmin=0, vmax=1, interpolation="nearest", aspect="auto")
     for index in range(k):
         top, left = (index // columns) * (n + gap), (index % columns) * (n + gap)
-        ax.add_patch(Rectangle((left - 0.5, top - 0.5), n, n, fill=False, edgecolor="#888888", linewidth=0.5))
+        ax.add_patch(Rectangle((left - 0.5, top - 0.5), n, n, fill=False, edgecolor="#888888", linewidth=0.5,
+                               clip_on=False))
         if index >= columns:  # maps below the first row: their title sits in the gap above them
             ax.text(left + (n - 1) / 2, top - 1.0, titles[index], ha="center", va="bottom", fontsize=9)
     ax.set_yticks([r * (n + gap) + i for r in range(rows) for i in range(n)], tokens * rows, fontsize=7)
