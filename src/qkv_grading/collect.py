@@ -66,7 +66,7 @@ def shown_name(name: str) -> str:
         name.encode("utf-8")
         return repr(name)
     except UnicodeEncodeError:
-        return repr(name.encode("utf-8", "surrogateescape"))[1:]
+        return repr(name.encode("utf-8", "surrogateescape"))
 
 
 def id_problem(name: str) -> str | None:
@@ -214,7 +214,7 @@ def collect_zip(course_root: Path, archive: Path, problem_sets: list[str], wante
             name = _zip_name(info)
             if name is None:
                 raw = info.filename.encode("cp437", "replace")
-                out(f"  REFUSED: {repr(raw)[1:]}: its name holds bytes that are not UTF-8 text; not graded")
+                out(f"  REFUSED: {raw!r}: its name holds bytes that are not UTF-8 text; not graded")
                 continue
             base = name.replace("\\", "/").rsplit("/", 1)[-1]
             if base.lower().endswith(ARCHIVES):

@@ -28,14 +28,18 @@ COLUMNS = ("assignment", "duedate", "timestamp", "student_id", "last_name", "fir
            "late_submission_penalty", "score", "max_score")
 
 
+def ensure_alembic_on_path() -> None:
+    """nbgrader runs ``alembic`` by name to make a new gradebook: put the one beside this Python on PATH."""
+    folder = os.path.dirname(sys.executable)
+    if folder not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = folder + os.pathsep + os.environ.get("PATH", "")
+
+
 class Writer:
     """The course's gradebook, open for one grading run (a context manager)."""
 
     def __init__(self, db_url: str, course_id: str):
-        # nbgrader runs `alembic` by name to make a new gradebook: the one beside this Python
-        folder = os.path.dirname(sys.executable)
-        if folder not in os.environ.get("PATH", "").split(os.pathsep):
-            os.environ["PATH"] = folder + os.pathsep + os.environ.get("PATH", "")
+        ensure_alembic_on_path()
         self.gb = Gradebook(db_url, course_id)
 
     def __enter__(self) -> Writer:

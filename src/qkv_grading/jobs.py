@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import hashlib
 import json
 import secrets
@@ -284,7 +285,13 @@ def grading_key(course_root: Path) -> str:
 
 
 def givens_of(plan_: Plan, student: str) -> dict:
-    return plan_.problem_set.givens(student_variant(plan_.name, student))
+    """The givens of ``student``'s variant (computed once per student: the job and the judging both need them)."""
+    return _givens(plan_.problem_set, student)
+
+
+@functools.lru_cache(maxsize=1024)
+def _givens(problem_set: ProblemSet, student: str) -> dict:
+    return problem_set.givens(student_variant(problem_set.name, student))
 
 
 def calls_of(plan_: Plan, check: FunctionCheck, givens: dict, student: str, key: str):

@@ -33,7 +33,6 @@ import concurrent.futures
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -92,13 +91,6 @@ def nbgrader_env() -> dict[str, str]:
     return env
 
 
-def nbgrader(course: Course, *args: str) -> subprocess.CompletedProcess:
-    """Run ``python -m nbgrader ARGS`` in the course folder; its log (stderr) comes back as ``stdout``."""
-    return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course.root, env=nbgrader_env(),
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, encoding="utf-8",
-                          errors="replace")
-
-
 def shown(path: Path) -> str:
     """``path`` as the instructor would type it: relative to the current folder when inside it."""
     try:
@@ -109,12 +101,6 @@ def shown(path: Path) -> str:
 
 class GradingError(RuntimeError):
     """Something is wrong with the course or the machine (not with one submission)."""
-
-
-def _require(result: subprocess.CompletedProcess, what: str) -> None:
-    if result.returncode != 0:
-        tail = "\n".join(result.stdout.splitlines()[-25:])
-        raise GradingError(f"{what} failed (nbgrader exited with {result.returncode}):\n{tail}")
 
 
 def load_config(course: Course):
@@ -138,6 +124,18 @@ def configured_limits(course: Course, timeout: float | None = None) -> sandbox.L
     return limits
 
 
+def _nbgrader_api(course: Course):
+    """nbgrader's own API on the course folder, in this process (nbgrader takes seconds to start)."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    config = load_config(course)
+    coursedir = CourseDirectory(config=config)
+    coursedir.root = str(course.root)
+    gradebook.ensure_alembic_on_path()
+    return NbGraderAPI(coursedir=coursedir, config=config)
+
+
 # --------------------------------------------------------------------------- release
 
 
@@ -156,8 +154,12 @@ def release(course: Course, out: Printer = print, problem_sets: list[str] | None
     started = time.perf_counter()
     names = problem_sets or course.problem_sets()
     out(f"Releasing {len(names)} problem set{'s' if len(names) != 1 else ''} from {shown(course.root / 'source')}/ ...")
-    for name in (["*"] if problem_sets is None else names):
-        _require(nbgrader(course, "generate_assignment", name, "--force"), "nbgrader generate_assignment")
+    api = _nbgrader_api(course)
+    for name in names:
+        result = api.generate_assignment(name, force=True)
+        if not result["success"]:
+            raise GradingError(f"nbgrader generate_assignment {name} failed:\n"
+                               f"{(result.get('error') or result.get('log') or '')[-3000:]}")
     released = []
     for name in names:
         folder = course.root / "release" / name
@@ -391,15 +393,25 @@ def grade(course: Course, submissions: Path, *, problem_set: str | None = None, 
                     bar.line(f"{sub.problem_set}  {sub.student}: {sub.score:g} / {sub.max_score:g} (from the journal)")
                 else:
                     tasks.append(task)
-            for task, result in run_jobs(tasks, limits, workers, dask):
-                if result.get("error") and not result.get("lines"):
-                    failed_machinery += 1
-                    task.sub.gradable = False
-                    task.sub.notes.append(f"not graded: the sandbox could not run it: {result['error']}")
-                    bar.line(f"{task.plan.name}  {task.sub.student}: NOT GRADED: {task.sub.notes[-1]}")
-                    continue
-                _finish(course, writer, task, result, key, limits, journals[task.plan.name])
-                bar.line(f"{task.plan.name}  {task.sub.student}: {task.sub.score:g} / {task.sub.max_score:g}")
+            # A notebook stopped at its time limit runs once more on its own, after the others, so that
+            # no other notebook's load (a fork bomb next to it) can cost it marks.
+            again = []
+            for rerun, batch in ((False, tasks), (True, again)):
+                for task, result in run_jobs(batch, limits, 1 if rerun else workers, dask):
+                    if result.get("error") and not result.get("lines"):
+                        failed_machinery += 1
+                        task.sub.gradable = False
+                        task.sub.notes.append(f"not graded: the sandbox could not run it: {result['error']}")
+                        bar.line(f"{task.plan.name}  {task.sub.student}: NOT GRADED: {task.sub.notes[-1]}")
+                    elif result.get("timed_out") and not rerun and len(tasks) > 1:
+                        again.append(task)
+                    else:
+                        if rerun:
+                            task.sub.notes.append("ran past its time limit beside other notebooks, so it was run "
+                                                  "again on its own" + (", and ran past it again"
+                                                                        if result.get("timed_out") else ""))
+                        _finish(course, writer, task, result, key, limits, journals[task.plan.name])
+                        bar.line(f"{task.plan.name}  {task.sub.student}: {task.sub.score:g} / {task.sub.max_score:g}")
             for ps, journal in journals.items():
                 journal.keep_only(set(keys_now[ps]), set(keys_now[ps].values()))
     except KeyboardInterrupt:
