@@ -125,7 +125,7 @@ def main() -> int:
             from distributed import LocalCluster
 
             with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                              dashboard_address=None) as cluster:
+                              dashboard_address="127.0.0.1:0") as cluster:
                 for attempt in range(args.repeat):
                     seconds = course_command(ours, folder, ("--dask", cluster.scheduler_address))
                     same = scores(ours.root / "grades.csv", ps) == scores(theirs.root / "export.csv", ps)

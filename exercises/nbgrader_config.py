@@ -47,7 +47,7 @@ c.GenerateFeedback.preprocessors = [
 # names them, <student>_[late_]<user id>_<submission id>_<notebook>[-<n>].ipynb (for example
 # "alice_12345_67890_ps1_qkv.ipynb"); `python -m qkv_grading grade` reads them without
 # unpacking anything. The same pattern, for `nbgrader zip_collect` run by hand:
-c.FileNameCollectorPlugin.named_regexp = "(?is)(?:.*/)?" + PLATFORM_NAME.pattern.replace(
+c.FileNameCollectorPlugin.named_regexp = "(?s)(?:.*/)?" + PLATFORM_NAME.format(files=r"ps\d+_[a-z0-9_]+?").replace(
     "(?P<student>", "(?P<student_id>").replace("(?P<file>", "(?P<file_id>") + "$"
 
 # `nbgrader export` writes grades.csv through the csv module, so that any student id gives a valid file.

@@ -149,7 +149,7 @@ def test_a_dask_cluster_of_two_workers_gives_the_same_grades(broken_batch):
 
     course, _, folder = broken_batch
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster:
+                      dashboard_address="127.0.0.1:0") as cluster:
         result = grading(course, "grade", str(folder), "--timeout", "30", "--fresh", "--dask", cluster.scheduler_address)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "on the Dask cluster at tcp://127.0.0.1:" in result.stdout

@@ -34,9 +34,16 @@ from .jobs import MAX_NOTEBOOK_BYTES
 
 Printer = Callable[[str], None]
 
-PLATFORM_NAME = re.compile(
-    r"(?P<student>.+?)_(?:(?P<late>late)_)?(?P<user>\d+)_(?P<submission>\d+)_(?P<file>.+?)(?:-(?P<attempt>\d+))?"
-    r"\.ipynb", re.IGNORECASE | re.DOTALL)
+PLATFORM_NAME = (r"(?P<student>.+?)_(?:(?P<late>(?i:late))_)?(?P<user>\d+)_(?P<submission>\d+)_(?P<file>{files})"
+                 r"(?:-(?P<attempt>\d+))?\.ipynb")
+
+
+def platform_name(notebooks) -> re.Pattern:
+    """:data:`PLATFORM_NAME` for these notebook names: the student part is what is left of the name."""
+    files = "|".join(re.escape(n) for n in sorted(notebooks, key=len, reverse=True))
+    return re.compile(PLATFORM_NAME.format(files=files), re.DOTALL)
+
+
 ARCHIVES = (".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar")
 MAX_ID_LENGTH = 100
 FORMULA_START = ("=", "+", "-", "@")  # a spreadsheet reads a cell that starts so as a formula
@@ -207,6 +214,7 @@ def _zip_name(info: zipfile.ZipInfo) -> str | None:
 def collect_zip(course_root: Path, archive: Path, problem_sets: list[str], wanted: str | None,
                 out: Printer) -> list[Submission]:
     candidates: dict[tuple[str, str], list[tuple[int, str, zipfile.ZipInfo, bool]]] = {}
+    pattern = platform_name(problem_sets)
     with zipfile.ZipFile(archive) as z:
         for info in z.infolist():
             if info.is_dir():
@@ -223,8 +231,8 @@ def collect_zip(course_root: Path, archive: Path, problem_sets: list[str], wante
             if not base.endswith(".ipynb"):
                 out(f"  NOT COLLECTED: {shown_name(base)} (not a notebook)")
                 continue
-            match = PLATFORM_NAME.fullmatch(base)
-            if match is None or match["file"] not in problem_sets:
+            match = pattern.fullmatch(base)
+            if match is None:
                 out(f"  NOT COLLECTED: {shown_name(base)} (its name does not match "
                     "<student>_[late_]<user id>_<submission id>_<problem set>[-<n>].ipynb)")
                 continue

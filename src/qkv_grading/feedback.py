@@ -45,6 +45,7 @@ pre.error { border-left-color: #c33; }
 table { border-collapse: collapse; } td, th { padding: .2rem .6rem; border-bottom: 1px solid #ddd; text-align: left;
       vertical-align: top; }
 .notes li { color: #8a4b00; }
+.anchor-link { display: none; }
 """
 MATHJAX_CONFIG = """window.MathJax = {
   tex: {inlineMath: [["$", "$"], ["\\\\(", "\\\\)"]], displayMath: [["$$", "$$"], ["\\\\[", "\\\\]"]], processEscapes: true},
