@@ -31,8 +31,8 @@ c.Execute.timeout = 20
 # one submission may use in all. A notebook still running after notebook_seconds is
 # stopped, with every process it started; its answers computed before then still count.
 c.Sandbox.notebook_seconds = 60
-c.Sandbox.memory = 2 << 30        # bytes of address space
-c.Sandbox.processes = 30
+c.Sandbox.memory = 1 << 30        # bytes of address space of each process
+c.Sandbox.processes = 8           # so one notebook holds at most 8 GiB
 c.Sandbox.file_size = 16 << 20    # bytes of any one file it writes
 c.Sandbox.workspace = 64 << 20    # bytes of its working folder in all
 

@@ -189,7 +189,7 @@ def read_submission(path: Path) -> dict:
         raise NotANotebook(f"{path.name} is {size / 2**20:.0f} MB, more than a notebook of this course can be "
                            f"({MAX_NOTEBOOK_BYTES >> 20} MB)")
     try:
-        nb = json.loads(path.read_bytes().decode("utf-8"))
+        nb = json.loads(path.read_bytes().decode("utf-8-sig"))
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
         raise NotANotebook(f"{path.name} is not a valid notebook (not JSON: {str(err)[:80]})") from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):

@@ -138,7 +138,7 @@ def judge(plan: Plan, student: str, key: str, cells: list[RunCell], result: dict
         record = reading.cells.get(cell.job_id) or reading.captures.get(cell.job_id) or {}
         if record.get("timed_out") is True:
             graded.notes.append(f"{cell.label or 'the check of ' + str(cell.grade_id)} ran past the time limit of "
-                                f"{limits.cell_seconds:g} s per cell and was stopped")
+                                f"{min(limits.cell_seconds, limits.notebook_seconds):g} s per cell and was stopped")
         elif cell.kind != "test":
             errors = [o for o in graded.outputs.get(cell.job_id, []) if o["kind"] == "error"]
             if errors:

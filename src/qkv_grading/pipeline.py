@@ -293,14 +293,16 @@ def run_jobs(tasks: list[Task], limits: sandbox.Limits, workers: int, dask: str 
     if dask:
         yield from _run_on_dask(tasks, limits, dask)
         return
+    sandbox.STOP.clear()
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         futures = {pool.submit(sandbox.run_job, t.job, limits.as_dict()): t for t in tasks}
         try:
             for future in concurrent.futures.as_completed(futures):
                 yield futures[future], _result_of(future)
-        finally:
+        finally:  # stopped (Ctrl-C) or done: nothing still waiting runs, nothing still running goes on
             for future in futures:
                 future.cancel()
+            sandbox.STOP.set()
 
 
 def _result_of(future) -> dict:

@@ -70,8 +70,8 @@ class Limits:
 
     notebook_seconds: float = 60
     cell_seconds: float = 20
-    memory: int = 2 << 30
-    processes: int = 30
+    memory: int = 1 << 30  # per process: a sandbox holds at most processes * memory
+    processes: int = 8
     file_size: int = 16 << 20
     workspace: int = 64 << 20
     answer_bytes: int = 64 << 20
@@ -79,6 +79,9 @@ class Limits:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+STOP = threading.Event()  # set when grading is stopped: every sandbox of this process is ended at once
 
 
 class SandboxUnavailable(RuntimeError):
@@ -266,7 +269,7 @@ class Slot:
     """One of :data:`SLOTS` sandbox slots on this machine, held with a file lock while a job runs."""
 
     def __init__(self):
-        folder = Path(tempfile.gettempdir()) / "qkv-grading-slots"
+        folder = Path(tempfile.gettempdir()) / f"qkv-grading-slots-{os.geteuid()}"
         folder.mkdir(mode=0o700, exist_ok=True)
         self.number, self._file = None, None
         for number in range(1, SLOTS + 1):
@@ -343,6 +346,9 @@ def _collect(process: subprocess.Popen, data: bytes, limits: Limits, started: fl
             if left <= 0:
                 timed_out = True
                 break
+            if STOP.is_set():
+                process.kill()
+                break
             if not selector.select(timeout=min(left, 1.0)):
                 continue
             chunk = os.read(process.stdout.fileno(), 1 << 20)
@@ -352,7 +358,7 @@ def _collect(process: subprocess.Popen, data: bytes, limits: Limits, started: fl
             if len(out) > limits.answer_bytes:
                 overflow = True
                 break
-    if timed_out or overflow:
+    if timed_out or overflow or STOP.is_set():
         process.kill()  # bwrap's own process; every process of the sandbox dies with it (--die-with-parent)
     try:
         code = process.wait(timeout=10)
@@ -369,4 +375,5 @@ def _collect(process: subprocess.Popen, data: bytes, limits: Limits, started: fl
         lines = lines[:-1]  # a line cut off by the end of the process is not an answer
     return {"lines": [line for line in lines if line], "exit": code if code >= 0 else None,
             "signal": -code if code < 0 else None, "timed_out": timed_out, "overflow": overflow,
-            "stderr": bytes(errors).decode("utf-8", "replace")[-2000:], "error": None}
+            "stderr": bytes(errors).decode("utf-8", "replace")[-2000:],
+            "error": "grading was stopped" if STOP.is_set() else None}
