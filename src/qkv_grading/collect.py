@@ -254,6 +254,7 @@ def collect_zip(course_root: Path, archive: Path, problem_sets: list[str], wante
             if len(uploads) > 1:
                 sub.notes.append(f"{len(uploads)} uploads in the download ({', '.join(u[1] for u in uploads[:6])}); "
                                  f"graded the latest, {base}")
+                out(f"  {student}: {sub.notes[-1]}")
             if late:
                 sub.notes.append("the platform marked it late")
             if info.file_size > MAX_NOTEBOOK_BYTES:
@@ -268,7 +269,4 @@ def collect_zip(course_root: Path, archive: Path, problem_sets: list[str], wante
                 else:
                     sub.notebook = _store(course_root, student, problem_set, data, None)
             found.append(sub)
-    for sub in found:
-        if len([n for n in sub.notes if n.startswith(tuple("0123456789"))]):
-            out(f"  {sub.student}: {sub.notes[0]}")
     return found
