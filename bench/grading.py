@@ -141,14 +141,23 @@ def main() -> int:
                         print(f"    same scores as nbgrader: {'yes' if same else 'NO'}")
         sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
         if sizes:
-            print("\nThe course's command by class size:")
+            print("\nThe course's command by class size (start-up: its time on an empty folder):")
+            empty = tmp / "hand-ins" / "empty"
+            empty.mkdir()
+            for attempt in range(args.repeat):
+                print(f"  start-up {course_command(ours, empty):7.1f} s  ({load()})")
+        measured = []
         for size in sizes:
             sized = tmp / "hand-ins" / f"size-{size}"
             synthetic_submissions(ours, ps, size, sized)
             for attempt in range(args.repeat):
                 seconds = course_command(ours, sized)
+                measured.append((size, seconds))
                 print(f"  {size:5d} submissions {seconds:7.1f} s  {seconds / size:5.2f} s per notebook  ({load()})")
             shutil.rmtree(sized)
+        for (n1, t1), (n2, t2) in zip(measured, measured[1:]):
+            if n2 > n1:
+                print(f"  from {n1} to {n2} submissions: {(t2 - t1) / (n2 - n1):.2f} s per added notebook")
     return 0
 
 
