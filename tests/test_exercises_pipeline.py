@@ -45,6 +45,37 @@ GRADED = [ps for ps in PROBLEM_SETS if ps in problem_sets.names()] + [PROBE]
 # One typical slip per graded problem set: the answer cell it replaces, the student's code (from the
 # givens, as a student would compute it), the points it must cost, and the words the feedback must show.
 SLIPS = {
+    "ps1_qkv": (
+        "answer_k_head1",
+        "K1 = np.round(X @ head_1.W_K, 2)  # X W_K without the bias",
+        1, "Likely slip: did you forget the bias?",
+    ),
+    "ps3_sqrt_dk": (
+        "answer_variance_of_dot_product",
+        "variance_of_dot_product = np.sqrt(d_k * variance * variance)  # the standard deviation",
+        1, "Likely slip: that is the standard deviation",
+    ),
+    "ps4_single_head": (
+        "answer_scaled_dot_product_attention",
+        "def scaled_dot_product_attention(Q, K, V):\n"
+        "    Q, K, V = np.asarray(Q, dtype=float), np.asarray(K, dtype=float), np.asarray(V, dtype=float)\n"
+        "    weights = softmax(Q @ K.T, axis=-1)  # not divided by sqrt(d_k)\n"
+        "    return weights @ V, weights\n",
+        4,  # attention_q1, attention_head1, attention_cross and the hidden attention_random_inputs
+        "Likely slip: did you divide the scores by sqrt(d_k)?",
+    ),
+    "ps5_multi_head": (
+        "answer_concatenation",
+        "O_concat = np.round(np.concatenate([O2_exact, O1], axis=1), 2)  # head 2's output first",
+        1, "Likely slip: did you concatenate the heads in the wrong order?",
+    ),
+    "ps6_maps": (
+        "answer_patch_grid",
+        "patches = image.reshape(2, 2, 3, 2).swapaxes(1, 2).reshape(6, 4)\n"
+        "exponentials = np.exp(patches @ patches[query_patch] / np.sqrt(4))\n"
+        "patch_grid = np.round(exponentials / exponentials.sum(), 2).reshape(3, 2).T  # filled column by column",
+        1, "Likely slip: did you fill the grid column by column?",
+    ),
     "ps2_scaled_dot_product": (
         "answer_weights_head1",
         "S_raw = Q1 @ K1.T\nA1 = np.round(np.exp(S_raw) / np.exp(S_raw).sum(axis=1, keepdims=True), 2)"

@@ -301,20 +301,6 @@ def calls_of(plan_: Plan, check: FunctionCheck, givens: dict, student: str, key:
     return plan_.problem_set.visible_calls(check, givens)
 
 
-def as_records(value):
-    """``value`` with every dataclass instance (a ``qkv.Head``) turned into a named tuple, so that it can be encoded."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = [f.name for f in dataclasses.fields(value)]
-        return collections.namedtuple(type(value).__name__, fields)(*(as_records(getattr(value, f)) for f in fields))
-    if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return type(value)(*(as_records(v) for v in value))
-    if isinstance(value, (list, tuple)):
-        return type(value)(as_records(v) for v in value)
-    if isinstance(value, dict):
-        return {k: as_records(v) for k, v in value.items()}
-    return value
-
-
 def build_job(plan_: Plan, cells: list[RunCell], student: str, key: str) -> dict:
     """The sandbox job for ``cells`` (from :func:`arrange`), with the givens of ``student``'s variant."""
     givens = givens_of(plan_, student)
@@ -329,10 +315,10 @@ def build_job(plan_: Plan, cells: list[RunCell], student: str, key: str) -> dict
             entry = {"id": cell.job_id, "capture": check.kind if check.kind == "function" else "value",
                      "answer": check.answer}
             if isinstance(check, FunctionCheck):
-                entry["calls"] = [{"args": answers.encode(as_records(tuple(call.args))),
-                                   "kwargs": answers.encode(as_records(dict(call.kwargs)))}
+                entry["calls"] = [{"args": answers.encode(tuple(call.args)),
+                                   "kwargs": answers.encode(dict(call.kwargs))}
                                   for call in calls_of(plan_, check, givens, student, key)]
             job_cells.append(entry)
     return {"problem_set": plan_.name,
-            "givens": {name: answers.encode(as_records(value)) for name, value in givens.items()},
+            "givens": {name: answers.encode(value) for name, value in givens.items()},
             "display_methods": list(Session.DISPLAY_METHODS), "cells": job_cells}
