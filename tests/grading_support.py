@@ -1,6 +1,6 @@
 """Helpers for the grading tests: a course with the probe problem set, the real grading command, results.
 
-The probe problem set ``ps9_probe`` (``tests/grading_probe/ps9_probe.py`` and the notebook
+The probe problem set ``ps99_probe`` (``tests/grading_probe/ps99_probe.py`` and the notebook
 :func:`probe_notebook` makes) has a hidden value check and visible and hidden function
 checks. :func:`grading` runs the instructors' command, ``python -m qkv_grading``, exactly
 (``runpy`` runs its ``__main__``) after putting the probe's folder on the problem sets' path.
@@ -19,7 +19,7 @@ from qkv_grading.pipeline import nbgrader_env
 from .exercise_support import copy_course, nbgrader_meta, read_notebook, source_notebook, write_notebook
 
 PS2 = "ps2_scaled_dot_product"
-PROBE = "ps9_probe"
+PROBE = "ps99_probe"
 PROBE_FOLDER = Path(__file__).resolve().parent / "grading_probe"
 HIDDEN_MARK = "HIDDEN-PROBE-MARK"  # written only inside the probe's hidden tests
 LAUNCH = ("import runpy, sys\n"
@@ -41,13 +41,13 @@ def _cell(kind: str, source: str, **meta) -> dict:
 
 
 def probe_notebook() -> dict:
-    """The source notebook of ``ps9_probe``: one answer per check, solutions and hidden tests marked."""
+    """The source notebook of ``ps99_probe``: one answer per check, solutions and hidden tests marked."""
     test = dict(grade=True, locked=True, points=1)
     cells = [
         _cell("markdown", "# Grading probe\n\nThe grading tests' own problem set: $q_1 K^\\top$ and a softmax.",
               id="intro"),
         _cell("code", 'STUDENT_ID = ""\nPRACTICE = 1', id="student-id", tags=["student-id"]),
-        _cell("code", 'import numpy as np\n\nfrom qkv_exercises import start\n\nps = start("ps9_probe", STUDENT_ID, '
+        _cell("code", 'import numpy as np\n\nfrom qkv_exercises import start\n\nps = start("ps99_probe", STUDENT_ID, '
                       'PRACTICE)\nq1, K = ps.q1, ps.K\nps.show("K", K, row_labels=ps.keys)',
               id="setup", grade_id="setup", locked=True),
         _cell("code", "scores = None\n### BEGIN SOLUTION\nscores = np.round(q1 @ K.T, 2)\n### END SOLUTION",

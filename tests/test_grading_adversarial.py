@@ -1,6 +1,6 @@
 """Dishonest and hostile submissions, graded with the real command beside honest classmates.
 
-One class hands in problem set 2 and the probe problem set (``ps9_probe``: hidden value and
+One class hands in problem set 2 and the probe problem set (``ps99_probe``: hidden value and
 function checks). Most attackers hand in blank answers, so that any point they get could only
 come from tampering. The class is graded twice with ``python -m qkv_grading grade`` (the second
 time ``--fresh``, running every notebook again), and the tests show:
@@ -34,7 +34,7 @@ from qkv_exercises.checks import seed_for
 from qkv_exercises.identity import student_variant
 
 from .exercise_support import ROOT, hidden_test_lines, read_notebook, solution_lines
-from .grading_probe.ps9_probe import hidden_calls
+from .grading_probe.ps99_probe import hidden_calls
 from .grading_support import (
     HIDDEN_MARK,
     PROBE,

@@ -41,6 +41,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from qkv_exercises.problem_sets import order as problem_set_order
+
 from . import collect as collecting
 from . import feedback as feedbacks
 from . import gradebook, jobs, judging, sandbox
@@ -73,7 +75,8 @@ class Course:
 
     def problem_sets(self) -> list[str]:
         """The problem sets, in order: the folders of ``source/`` that hold a notebook."""
-        return sorted(p.name for p in (self.root / "source").iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
+        return sorted((p.name for p in (self.root / "source").iterdir() if p.is_dir() and any(p.glob("*.ipynb"))),
+                      key=problem_set_order)
 
     def autograded(self, student: str, problem_set: str) -> Path:
         return self.root / "autograded" / student / problem_set
@@ -258,7 +261,7 @@ def plans_for(course: Course, problem_sets: set[str], out: Printer) -> dict[str,
     from qkv_exercises.problem_sets import get_problem_set, names
 
     found: dict[str, jobs.Plan | str] = {}
-    for ps in sorted(problem_sets):
+    for ps in sorted(problem_sets, key=problem_set_order):
         if ps not in names():
             found[ps] = (f"{ps} has no module qkv_exercises.problem_sets.{ps}, so its checks cannot run outside the "
                          "sandbox; port it to start() and ps.check() to grade it")
@@ -492,7 +495,7 @@ def _summary(subs: list[Submission], seconds: float, out: Printer) -> None:
     width = max(len("student"), *(len(s.student) for s in subs))
     out("")
     out(f"{'student':<{width}}  {'problem set':<24} {'score':>11}")
-    for sub in sorted(subs, key=lambda s: (s.problem_set, s.student)):
+    for sub in sorted(subs, key=lambda s: (problem_set_order(s.problem_set), s.student)):
         score = f"{sub.score:g} / {sub.max_score:g}" if sub.score is not None else "not graded"
         out(f"{sub.student:<{width}}  {sub.problem_set:<24} {score:>11}")
         for note in sub.notes:

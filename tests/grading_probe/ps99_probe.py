@@ -1,4 +1,4 @@
-"""A problem set that exists only for the grading tests: ``ps9_probe``.
+"""A problem set that exists only for the grading tests: ``ps99_probe``.
 
 It has every kind of check the grader handles: a visible and a hidden value check and
 a visible and a hidden function check, so that the tests can prove that hidden tests,
@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from qkv import examples
 from qkv.attention import softmax
-from qkv_exercises.checking import CODE_TOLERANCE, Expectation, expect_attention_step, judge_value
+from qkv_exercises.checking import CODE_TOLERANCE, Expectation, judge_value
+from qkv_exercises.expectations import expect_attention_step
 from qkv_exercises.checks import Call, FunctionCheck, ProblemSet, ValueCheck
 
 KEYS = ("k1", "k2", "k3")
@@ -41,7 +42,7 @@ def _step(step: str, name: str):
 
 
 PROBLEM_SET = ProblemSet(
-    name="ps9_probe",
+    name="ps99_probe",
     title="Grading probe",
     givens=givens,
     checks=(
