@@ -33,7 +33,7 @@ from qkv_exercises.checking import format_number
 from qkv_exercises.checks import seed_for
 from qkv_exercises.identity import student_variant
 
-from .exercise_support import ROOT, hidden_test_lines, read_notebook, solution_lines
+from .exercise_support import ROOT, hidden_test_lines, points, read_notebook, solution_lines, source_notebook
 from .grading_probe.ps99_probe import hidden_calls
 from .grading_support import (
     HIDDEN_MARK,
@@ -53,7 +53,8 @@ from .grading_support import (
 pytestmark = pytest.mark.slow
 
 TIMEOUT = "12"  # seconds per notebook in these runs
-HONEST = {("honest_a", PS2): 8, ("honest_b", PS2): 8, ("probe_honest", PROBE): 4}
+FULL = points(source_notebook(PS2))  # every point of ps2
+HONEST = {("honest_a", PS2): FULL, ("honest_b", PS2): FULL, ("probe_honest", PROBE): 4}
 
 
 def _digest(path) -> str:
@@ -153,9 +154,9 @@ def attacks(course, listener_port) -> dict:
             "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass")}),
             {}, 0, ["ran past its time limit"]),
         "memory": (PS2, with_cells(solution, {}, before={"answer_scores_q1": ["hog = np.ones(1 << 31)"]}),
-                   {}, 8, ["raised MemoryError"]),
+                   {}, FULL, ["raised MemoryError"]),
         "big_output": (PS2, with_cells(solution, {}, before={"answer_scores_q1": ["print('x' * 100_000_000)"]}),
-                       {}, 8, []),
+                       {}, FULL, []),
         "killer": (PS2, with_cells(solution, {}, before={"answer_scores_raw_head1": [
             "import os, signal\nfor pid in (-1, os.getppid(), 1, os.getpid()):\n    try:\n"
             "        os.kill(pid, signal.SIGKILL)\n    except OSError:\n        pass"]}),
@@ -168,7 +169,7 @@ def attacks(course, listener_port) -> dict:
             " \"v\": [1]}}\\n{\"cell\": \"x\"}\\n' + b'[' * 100000 + b'\\n')\n    except OSError:\n        pass\n"
             "scores_q1 = None")}), {}, 0, []),
         "edited_tests": (PS2, _edit_tests(blank), {}, 0, []),
-        "wrong_id": (PS2, _wrong_id(solution), {}, 8, ["solved with STUDENT_ID = 'honest_a'"]),
+        "wrong_id": (PS2, _wrong_id(solution), {}, FULL, ["solved with STUDENT_ID = 'honest_a'"]),
         "odd_values": (PS2, with_cells(blank, {"answer_scores_q1": (
             "class Hostile:\n    def __array__(self, *a, **k):\n        raise RuntimeError('no')\n"
             "    def __repr__(self):\n        raise RuntimeError('no')\nscores_q1 = Hostile()"),
@@ -269,7 +270,7 @@ def test_no_tampering_gains_a_point(graded):
 
 def test_a_notebook_that_sleeps_in_every_cell_is_stopped_with_what_it_did_in_time(graded):
     for run in graded["runs"]:
-        assert run["grades"][("sleeper", PS2)] < 8
+        assert run["grades"][("sleeper", PS2)] < FULL
 
 
 def test_classmates_are_not_affected(graded):
