@@ -20,6 +20,8 @@ import re
 
 import pytest
 
+from qkv_exercises.problem_sets import by_number
+
 from .exercise_support import (
     PROBLEM_SETS,
     copy_course,
@@ -81,6 +83,18 @@ SLIPS = {
         "patch_grid = np.round(patch_weights[query_patch], 2).reshape(3, 2).T  # filled column by column",
         1, "Likely slip: did you fill the grid column by column?",
     ),
+    "ps10_online_softmax": (
+        "answer_reversed_state_2",
+        "# the running sum not rescaled when the maximum grows in block 2\n"
+        "m_1, m_2 = reversed_blocks[0].max(), reversed_blocks[1].max()\n"
+        "reversed_state_2 = [m_2, np.exp(reversed_blocks[0] - m_1).sum() + np.exp(reversed_blocks[1] - m_2).sum()]",
+        1, "Likely slip: did you rescale the running sum?",
+    ),
+    "ps11_soft_lookup": (
+        "answer_exponents",
+        "exponents = ((K - q) ** 2).sum(axis=1) / (2 * sigma**2)  # the minus sign left out",
+        1, "Likely slip: did you forget the minus sign?",
+    ),
 }
 
 STUDENTS = ("solution", "untouched", "slip")
@@ -106,7 +120,7 @@ def graded(tmp_path_factory) -> dict:
 
 
 def test_every_problem_set_has_a_slip_case():
-    assert sorted(SLIPS) == PROBLEM_SETS, "add a typical slip to SLIPS for every problem set"
+    assert sorted(SLIPS, key=by_number) == PROBLEM_SETS, "add a typical slip to SLIPS for every problem set"
 
 
 @pytest.mark.parametrize("ps", PROBLEM_SETS)
