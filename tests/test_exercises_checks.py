@@ -712,6 +712,11 @@ def test_each_kernel_slip_is_named(step, sigma, answer, slip):
     assert f"Likely slip: {slip.advice}" in message, message
 
 
+def test_with_sigma_2_no_half_and_sigma_not_squared_are_both_named():
+    message = fails(kernel("exponents", 2.0), [0, -0.5, -0.25])  # -d / 4: -d / sigma^2 and -d / (2 sigma) alike
+    assert slips.HALF_FORGOTTEN.advice in message and slips.SIGMA_NOT_SQUARED.advice in message, message
+
+
 def kernel_by_loops(Q, K, sigma):
     rows = []
     for q in Q:

@@ -296,7 +296,7 @@ def expect_online_state(blocks, t: int) -> Expectation:
         candidates.append((slips.BLOCK_MAX_AS_RUNNING_MAX,
                            np.array([block.max(), l_before + np.exp(block - block.max()).sum()])))
     return Expectation(steps["running"][t - 1], formula=f"[m_{t}, l_{t}] after block {t}", shape_help=_STATE_HELP,
-                       labels=(("m", "l"),), slip_values=candidates, what="your answer, the pair [m, l]")
+                       labels=(("m", "l"),), slip_values=slips.merged(candidates), what="your answer, the pair [m, l]")
 
 
 def expect_rescale(blocks, t: int) -> Expectation:
@@ -316,7 +316,8 @@ def expect_online_weights(blocks, *, name: str) -> Expectation:
     online = [(slip, slips.online_steps(blocks, slip).get("weights")) for slip in slips.ONLINE_SLIPS]
     return Expectation(slips.online_steps(blocks)["weights"], formula="e^(s_j - m) / l with the final m and l",
                        shape_help=f"one weight per score ({len(scores)})",
-                       slip_values=online + slips.softmax_slip_values(scores), hints=[rows_sum_to_one(name)],
+                       slip_values=slips.merged(online + slips.softmax_slip_values(scores)),
+                       hints=[rows_sum_to_one(name)],
                        what="your answer, a list of weights")
 
 
@@ -392,5 +393,5 @@ def expect_kernel_step(step: str, q, K, V, sigma: float, *, name: str, keys=None
         expected, formula=_KERNEL_FORMULAS[step],
         shape_help=f"one number per key ({len(expected)})" if per_key else f"one number per value column "
                                                                              f"({len(expected)})",
-        labels=(keys,) if per_key and keys is not None else None, slip_values=slip_values,
+        labels=(keys,) if per_key and keys is not None else None, slip_values=slips.merged(slip_values),
         hints=[rows_sum_to_one(name)] if step == "weights" else (), what="your answer, a list of numbers")

@@ -368,7 +368,8 @@ def judge_fold_block(call: Call, result, reveal: bool) -> Verdict:
     not_a_pair = _pair(call, result, "m_new, l_new")
     if not_a_pair:
         return not_a_pair
-    slip_values = [(slip, np.array(slips.fold_with_slip(m, l, block, slip)[:2])) for slip in slips.ONLINE_SLIPS[:6]]
+    slip_values = slips.merged([(slip, np.array(slips.fold_with_slip(m, l, block, slip)[:2]))
+                                for slip in slips.ONLINE_SLIPS[:6]])
     expectation = Expectation(np.array(folded(m, l, block)), CODE_TOLERANCE, labels=(("m", "l"),),
                               shape_help="the pair (m_new, l_new)", slip_values=slip_values,
                               nonfinite_hint=ONLINE_OVERFLOW_HINT, what="the pair (m_new, l_new)")
@@ -428,7 +429,7 @@ def judge_online_softmax(call: Call, result, reveal: bool) -> Verdict:
             (running, "running", f"one row [m, l] per block: ({len(blocks)}, 2), returned second"),
             (weights, "weights", f"one weight per score ({len(steps['weights'])}), returned first")):
         expectation = Expectation(steps[step], CODE_TOLERANCE, shape_help=shape_help,
-                                  slip_values=[(s, v.get(step)) for s, v in slipped],
+                                  slip_values=slips.merged([(s, v.get(step)) for s, v in slipped]),
                                   nonfinite_hint=ONLINE_OVERFLOW_HINT, what="an array")
         verdict = judge_value(part, f"the {step} of {call.label}", expectation, reveal=reveal)
         if not verdict.passed:
@@ -473,7 +474,8 @@ def judge_kernel_weights(call: Call, result, reveal: bool) -> Verdict:
     expectation = Expectation(
         slips.kernel_steps(Q, K, values, sigma)["weights"], CODE_TOLERANCE,
         shape_help="(n_q, n_k): one row per query, one column per key",
-        slip_values=[(s, slips.kernel_steps(Q, K, values, sigma, s).get("weights")) for s in slips.KERNEL_SLIPS],
+        slip_values=slips.merged([(s, slips.kernel_steps(Q, K, values, sigma, s).get("weights"))
+                                  for s in slips.KERNEL_SLIPS]),
         nonfinite_hint=UNDERFLOW_HINT, what="an array")
     return judge_value(result, call.label, expectation, reveal=reveal)
 

@@ -589,6 +589,23 @@ KERNEL_SLIPS = (MINUS_SIGN_FORGOTTEN, HALF_FORGOTTEN, SIGMA_NOT_SQUARED, DISTANC
                 NO_SIGMA_SCALE, KEY_TERM_SIGN, EXPONENTS_NOT_EXTENDED)
 
 
+def merged(slip_values) -> list[tuple[Slip, np.ndarray | None]]:
+    """``(slip, value)`` pairs with slips that give the same value made into one, whose advice names each
+    (with sigma = 2, leaving out the 1/2 and not squaring sigma both divide by 4)."""
+    groups: list[tuple[list[Slip], np.ndarray | None]] = []
+    for slip, value in slip_values:
+        for slips_, other in groups:
+            if (value is not None and other is not None and np.shape(value) == np.shape(other)
+                    and np.allclose(value, other, rtol=0, atol=1e-9)):
+                slips_.append(slip)
+                break
+        else:
+            groups.append(([slip], value))
+    return [(group[0] if len(group) == 1 else Slip("+".join(s.key for s in group),
+                                                    " Or: ".join(s.advice for s in group)), value)
+            for group, value in groups]
+
+
 @_remembered
 def kernel_steps(Q, K, V, sigma: float, slip: Slip | None = None) -> dict[str, np.ndarray]:
     """``distances``, ``exponents``, ``weights``, ``prediction`` (``A V``) and ``extended_scores`` of a
