@@ -21,16 +21,33 @@ from qkv_exercises.expectations import (
     expect_brightest_patch,
     expect_dot_product_variance,
     expect_head_step,
+    expect_kernel_step,
+    expect_memory_growth,
     expect_multi_head_step,
+    expect_online_state,
+    expect_online_weights,
     expect_patch_grid,
+    expect_rescale,
+    expect_scores_per_head,
     expect_softmax,
     expect_typical_size,
+    expect_weights_bytes,
+    expect_weights_gib,
 )
 from qkv_exercises.functions import (
     attention_call,
     explain_attention_error,
+    explain_fold_error,
+    explain_kernel_error,
     explain_softmax_error,
+    fold_call,
+    fold_calls_after,
     judge_attention,
+    judge_fold_block,
+    judge_kernel_weights,
+    judge_online_softmax,
+    kernel_call,
+    online_call,
     judge_merge_heads,
     judge_softmax,
     judge_samples_shape,
@@ -531,3 +548,203 @@ def test_a_raised_outcome_keeps_the_students_message():
     check = function_check(judge_softmax)
     verdict = check.judge([Raised("ZeroDivisionError", "in the student's code")], SOFTMAX_CALLS[:1], reveal=False)
     assert verdict.message == "softmax([2, 1, 0]) raised ZeroDivisionError: in the student's code"
+
+
+# ---------------------------------------------------------------- problem set 10: the online softmax, and costs
+# Seed 002's scores [2, 1, 0] in the blocks [2, 1] and [0], by hand: m_1 = 2, l_1 = 1 + e^-1; then the
+# maximum stays and l_2 = l_1 + e^-2. Read backwards, [0, 1] then [2]: m_1 = 1, l_1 = e^-1 + 1, the
+# sum is rescaled by e^(1 - 2) and l_2 = l_1 e^-1 + 1, the same sum.
+E1, E2 = 0.367879, 0.135335
+FORWARDS, BACKWARDS = [np.array([2.0, 1.0]), np.array([0.0])], [np.array([0.0, 1.0]), np.array([2.0])]
+
+
+def test_the_online_softmax_by_hand_passes():
+    passes(expect_online_state(FORWARDS, 1), [2, 1 + E1])
+    passes(expect_online_state(FORWARDS, 2), [2, 1 + E1 + E2])
+    passes(expect_online_weights(FORWARDS, name="weights"), SEED_002_SOFTMAX_MODERATE)
+    passes(expect_online_state(BACKWARDS, 1), [1, E1 + 1])
+    passes(expect_rescale(BACKWARDS, 2), E1)
+    passes(expect_online_state(BACKWARDS, 2), [2, (E1 + 1) * E1 + 1])
+
+
+@pytest.mark.parametrize("blocks, t, answer, slip", [
+    (BACKWARDS, 2, [2, E1 + 1 + 1], slips.RESCALE_FORGOTTEN),
+    (BACKWARDS, 2, [2, (E1 + 1) * np.e + 1], slips.RESCALE_EXPONENT_FLIPPED),
+    (FORWARDS, 2, [2, 1 + E1 + 1], slips.TERMS_FROM_BLOCK_MAX),
+    (FORWARDS, 2, [0, 1 + E1 + 1], slips.BLOCK_MAX_AS_RUNNING_MAX),
+    (FORWARDS, 1, [2, np.exp(2) + np.exp(1)], slips.MAX_NOT_SUBTRACTED),
+])
+def test_each_online_slip_is_named(blocks, t, answer, slip):
+    message = fails(expect_online_state(blocks, t), np.round(answer, 2), "state")
+    assert f"Likely slip: {slip.advice}" in message, message
+    assert "state[1] (l)" in message or "state[0] (m)" in message, "the entry is named by what it is"
+
+
+def test_a_rescale_the_wrong_way_round_is_named():
+    message = fails(expect_rescale(BACKWARDS, 2), round(np.e, 2), "rescale")
+    assert slips.RESCALE_EXPONENT_FLIPPED.advice in message and "too large" in message
+
+
+def test_weights_divided_by_the_first_blocks_sum_are_named():
+    message = fails(expect_online_weights(BACKWARDS, name="w"), np.round(np.exp([-2, -1, 0]) / (E1 + 1), 2), "w")
+    assert slips.WEIGHTS_NOT_FINAL_SUM.advice in message
+
+
+@pytest.mark.parametrize("answer, slip", [
+    (197, slips.N_NOT_SQUARED), (12 * 197**2, slips.EVERY_HEAD_COUNTED),
+])
+def test_counting_the_scores_of_vit_base(answer, slip):
+    passes(expect_scores_per_head(197, 12), 38809)
+    assert slip.advice in fails(expect_scores_per_head(197, 12), answer)
+
+
+@pytest.mark.parametrize("answer, slip", [
+    (197**2 * 4, slips.HEADS_FORGOTTEN), (12 * 197**2, slips.BYTES_FORGOTTEN),
+    (12 * 197**2 * 32, slips.BITS_NOT_BYTES), (12 * 197**2 * 8, slips.WRONG_BYTES_PER_NUMBER),
+    (12 * 197 * 4, slips.N_NOT_SQUARED),
+])
+def test_counting_the_bytes_of_vit_bases_weights(answer, slip):
+    passes(expect_weights_bytes(197, 12, "float32"), 1_862_832)
+    assert slip.advice in fails(expect_weights_bytes(197, 12, "float32"), answer)
+    assert "within 0.5" in fails(expect_weights_bytes(197, 12, "float32"), 1_862_833), "a count is exact"
+
+
+def test_the_chapters_long_context_takes_64_gib():
+    passes(expect_weights_gib(32_768, 32, "float16"), 64)
+    assert slips.GB_NOT_GIB.advice in fails(expect_weights_gib(32_768, 32, "float16"), 68.72)
+    assert slips.MIB_NOT_GIB.advice in fails(expect_weights_gib(32_768, 32, "float16"), 65536)
+    passes(expect_memory_growth(2), 4)
+    assert slips.GROWTH_LINEAR.advice in fails(expect_memory_growth(3), 3)
+
+
+def fold_by_hand(m, l, block):
+    m_new = max([m, *block])
+    return m_new, l * np.exp(m - m_new) + sum(np.exp(s - m_new) for s in block)
+
+
+def online_by_hand(blocks):
+    m, l, running = -np.inf, 0.0, []
+    for block in blocks:
+        m, l = fold_by_hand(m, l, block)
+        running.append([m, l])
+    return np.exp(np.concatenate(blocks) - m) / l, running
+
+
+FOLD_CALLS = fold_calls_after(FORWARDS[0], FORWARDS[1], behaviour="") + fold_calls_after(
+    BACKWARDS[0], BACKWARDS[1], behaviour="")[1:] + [fold_call(1000.0, 1.0, [1003.0, 999.0], behaviour="")]
+ONLINE_CALLS = [online_call(FORWARDS, behaviour=""), online_call(BACKWARDS, behaviour=""),
+                online_call([[1.0], [3.0, -1.0], [0.5], [2.5, 4.0]], behaviour=""),
+                online_call([[1000.0, 998.0], [1001.5]], behaviour="")]
+
+
+def test_online_functions_written_with_loops_pass():
+    assert verdict_of(judge_fold_block, fold_by_hand, FOLD_CALLS).passed
+    assert verdict_of(judge_online_softmax, online_by_hand, ONLINE_CALLS).passed
+
+
+def test_wrong_online_functions_are_named():
+    def not_rescaled(m, l, block):
+        m_new = max([m, *block])
+        return m_new, l + sum(np.exp(s - m_new) for s in block)
+
+    message = verdict_of(judge_fold_block, not_rescaled, FOLD_CALLS).message
+    assert message.startswith("fold_block(1, 1.367879, [2]) is (") or "Likely slip" in message, message
+    assert slips.RESCALE_FORGOTTEN.advice in message
+    message = verdict_of(judge_fold_block, lambda m, l, b: max(m, b), FOLD_CALLS, explain_fold_error).message
+    assert "max(m, block.max())" in message
+    unsubtracted = lambda m, l, b: (max([m, *b]), l + np.exp(b).sum())  # noqa: E731
+    message = verdict_of(judge_fold_block, unsubtracted, FOLD_CALLS[-1:]).message  # scores near 1000
+    assert "not a finite number" in message and "e^(s - m)" in message
+
+    def stale(blocks):
+        weights, running = online_by_hand(blocks)
+        return np.concatenate([np.exp(np.asarray(b) - m) for b, (m, _) in zip(blocks, running)]) / running[-1][1], \
+            running
+
+    message = verdict_of(judge_online_softmax, stale, ONLINE_CALLS).message
+    assert message.startswith("the weights of online_softmax([[0, 1], [2]])") and \
+        slips.WEIGHTS_WITH_STALE_MAX.advice in message, message
+    message = verdict_of(judge_online_softmax, lambda blocks: online_by_hand(blocks)[::-1], ONLINE_CALLS).message
+    assert "returned second" in message
+
+
+def test_online_functions_calling_qkv_fail():
+    uses_qkv = lambda blocks: qkv.blockwise.online_softmax(blocks)  # noqa: E731
+    message = verdict_of(judge_online_softmax, uses_qkv, ONLINE_CALLS).message
+    assert "calls qkv.online_softmax: write the computation yourself" in message
+    assert qkv.blockwise.online_softmax is qkv.online_softmax, "qkv must be restored after the check"
+
+
+# ---------------------------------------------------------------- problem set 11: soft lookup
+# Seed 002's q1 = [1, 0] over k1 = [1, 0], k2 = [0, 1], k3 = [1, 1] with sigma = 1, by hand: the squared
+# distances 0, 2, 1; the exponents 0, -1, -0.5; the weights e^0, e^-1, e^-0.5 over their sum.
+SIGMA_1 = np.array([1.0, E1, 0.606531])
+KERNEL_WEIGHTS = SIGMA_1 / SIGMA_1.sum()
+
+
+def kernel(step, sigma=1.0):
+    return expect_kernel_step(step, Q1_EXAMPLE.Q, Q1_EXAMPLE.K, Q1_EXAMPLE.V, sigma, name="answer",
+                              keys=("k1", "k2", "k3"))
+
+
+def test_the_chapters_gaussian_kernel_by_hand_passes():
+    passes(kernel("distances"), [0, 2, 1])
+    passes(kernel("exponents"), [0, -1, -0.5])
+    passes(kernel("weights"), np.round(KERNEL_WEIGHTS, 2))
+    passes(kernel("prediction"), np.round(KERNEL_WEIGHTS @ Q1_EXAMPLE.V, 2))
+    passes(kernel("extended_scores"), [0.5, -0.5, 0])  # q.k - |k|^2 / 2: 1 - 1/2, 0 - 1/2, 1 - 1
+
+
+@pytest.mark.parametrize("step, sigma, answer, slip", [
+    ("exponents", 1.0, [0, 1, 0.5], slips.MINUS_SIGN_FORGOTTEN),
+    ("exponents", 1.0, [0, -2, -1], slips.HALF_FORGOTTEN),
+    ("exponents", 0.5, [0, -2, -1], slips.SIGMA_NOT_SQUARED),  # -d / (2 x 0.5), not -d / (2 x 0.25)
+    ("distances", 1.0, [0, 1.41, 1], slips.DISTANCE_NOT_SQUARED),
+    ("weights", 1.0, SEED_002_Q1_WEIGHTS, slips.DOT_PRODUCT_WEIGHTS),
+    ("prediction", 1.0, [0.67, 0.67], slips.PLAIN_MEAN),
+    ("prediction", 1.0, SEED_002_Q1_OUTPUT, slips.DOT_PRODUCT_WEIGHTS),
+    ("extended_scores", 1.0, [1.5, 0.5, 2], slips.KEY_TERM_SIGN),
+    ("extended_scores", 1.0, [0, -1, -0.5], slips.EXPONENTS_NOT_EXTENDED),
+    ("extended_scores", 2.0, [0.5, -0.5, 0], slips.NO_SIGMA_SCALE),
+])
+def test_each_kernel_slip_is_named(step, sigma, answer, slip):
+    message = fails(kernel(step, sigma), answer)
+    assert f"Likely slip: {slip.advice}" in message, message
+
+
+def test_with_sigma_2_no_half_and_sigma_not_squared_are_both_named():
+    message = fails(kernel("exponents", 2.0), [0, -0.5, -0.25])  # -d / 4: -d / sigma^2 and -d / (2 sigma) alike
+    assert slips.HALF_FORGOTTEN.advice in message and slips.SIGMA_NOT_SQUARED.advice in message, message
+
+
+def kernel_by_loops(Q, K, sigma):
+    rows = []
+    for q in Q:
+        exponents = [-sum((a - b) ** 2 for a, b in zip(q, k)) / (2 * sigma**2) for k in K]
+        top = max(exponents)
+        e = [np.exp(x - top) for x in exponents]
+        rows.append([x / sum(e) for x in e])
+    return np.array(rows)
+
+
+KERNEL_CALLS = [kernel_call(Q1_EXAMPLE.Q, Q1_EXAMPLE.K, 1.0, behaviour=""),
+                kernel_call([[0.0, 0.5], [1.0, -1.0]], Q1_EXAMPLE.K, 0.5, behaviour=""),
+                kernel_call([[0.5], [3.0]], [[0.0], [1.0], [2.0], [4.0]], 0.75, behaviour=""),
+                kernel_call([[40.0, 41.0, 39.0]], [[0.0, 1.0, 0.0], [1.0, 0.0, 1.0]], 0.2, behaviour="")]
+
+
+def test_a_kernel_written_with_loops_passes_and_slips_are_named():
+    assert verdict_of(judge_kernel_weights, kernel_by_loops, KERNEL_CALLS).passed
+    over_queries = lambda Q, K, sigma: kernel_by_loops(K, Q, sigma).T  # noqa: E731  each column sums to 1
+    message = verdict_of(judge_kernel_weights, over_queries, KERNEL_CALLS).message
+    assert slips.SOFTMAX_OVER_COLUMNS.advice in message, message
+    unsubtracted = lambda Q, K, sigma: (lambda e: e / e.sum(axis=1, keepdims=True))(  # noqa: E731
+        np.exp(-((np.asarray(Q)[:, None] - np.asarray(K)[None]) ** 2).sum(-1) / (2 * sigma**2)))
+    message = verdict_of(judge_kernel_weights, unsubtracted, KERNEL_CALLS).message
+    assert "nan, not a finite number" in message and "underflows to 0" in message
+    row_by_row = lambda Q, K, sigma: np.exp(-((np.asarray(Q) - np.asarray(K)) ** 2).sum(-1))  # noqa: E731
+    message = verdict_of(judge_kernel_weights, row_by_row, KERNEL_CALLS[1:2], explain_kernel_error).message
+    assert "Q[:, None, :] - K[None, :, :]" in message
+    message = verdict_of(judge_kernel_weights, lambda Q, K, s: qkv.lookup.gaussian_kernel_weights(Q, K, s),
+                         KERNEL_CALLS).message
+    assert "calls qkv.gaussian_kernel_weights" in message

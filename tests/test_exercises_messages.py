@@ -13,6 +13,7 @@ never names the right choice.
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -151,6 +152,20 @@ def reference(name: str, *args, **kwargs):
     if name == "merge_heads":
         h, n, d_k = args[0].shape
         return args[0].swapaxes(0, 1).reshape(n, h * d_k)
+    if name == "fold_block":
+        m, l, block = args
+        m_new = max(m, float(np.max(block)))
+        return m_new, l * math.exp(m - m_new) + sum(math.exp(s - m_new) for s in block)
+    if name == "online_softmax":
+        m, l, running = -math.inf, 0.0, []
+        for block in args[0]:
+            m, l = reference("fold_block", m, l, block)
+            running.append([m, l])
+        return np.exp(np.concatenate(args[0]) - m) / l, np.array(running)
+    if name == "gaussian_kernel_weights":
+        Q, K, sigma = args
+        exponents = np.array([[-sum((a - b) ** 2 for a, b in zip(q, k)) / (2 * sigma**2) for k in K] for q in Q])
+        return reference("softmax", exponents)
     d_k, n, rng = args
     return (rng.standard_normal((n, d_k)) * rng.standard_normal((n, d_k))).sum(axis=1)
 
@@ -206,6 +221,50 @@ def wrong_functions(name: str) -> list[tuple[str, object]]:
         return common + [("reshape only", lambda Z, h: Z.reshape(h, Z.shape[0], Z.shape[1] // h))]
     if name == "merge_heads":
         return common + [("reshape only", lambda Z: Z.reshape(Z.shape[1], Z.shape[0] * Z.shape[2]))]
+    if name == "fold_block":
+        def folding(rescale, measure_from):
+            def fold(m, l, block):
+                m_new = max(m, block.max())
+                return m_new, l * rescale(m, m_new) + np.exp(block - measure_from(m_new, block)).sum()
+            return fold
+
+        right_rescale = lambda m, m_new: np.exp(m - m_new)  # noqa: E731
+        return common + [("no rescaling", folding(lambda m, m_new: 1.0, lambda m_new, block: m_new)),
+                         ("rescaled the other way", folding(lambda m, m_new: np.exp(m_new - m) if m > -np.inf else 0,
+                                                            lambda m_new, block: m_new)),
+                         ("terms from the block's max", folding(right_rescale, lambda m_new, block: block.max())),
+                         ("max not subtracted", folding(lambda m, m_new: 1.0, lambda m_new, block: 0.0))]
+    if name == "online_softmax":
+        def stale_weights(blocks):
+            weights, running = reference(name, blocks)
+            stale = np.concatenate([np.exp(b - m) for b, (m, _) in zip(blocks, running)])
+            return stale / running[-1][1], running
+
+        def not_rescaled(blocks):
+            m, l, running = -np.inf, 0.0, []
+            for block in blocks:
+                m = max(m, block.max())
+                l = l + np.exp(block - m).sum()
+                running.append([m, l])
+            return np.exp(np.concatenate(blocks) - m) / l, np.array(running)
+
+        return common + [("weights with each block's own max", stale_weights), ("no rescaling", not_rescaled),
+                         ("swapped", lambda blocks: reference(name, blocks)[::-1]),
+                         ("weights only", lambda blocks: reference(name, blocks)[0])]
+    if name == "gaussian_kernel_weights":
+        def kernel(scale, sign=-1, axis=-1, squared=True, subtract_max=True):
+            def weights(Q, K, sigma):
+                distances = ((Q[:, None, :] - K[None, :, :]) ** 2).sum(axis=-1)
+                exponents = sign * (distances if squared else np.sqrt(distances)) / scale(sigma)
+                e = np.exp(exponents - (exponents.max(axis=axis, keepdims=True) if subtract_max else 0))
+                return e / e.sum(axis=axis, keepdims=True)
+            return weights
+
+        return common + [("no minus sign", kernel(lambda s: 2 * s**2, sign=1)),
+                         ("no 1/2", kernel(lambda s: s**2)), ("sigma not squared", kernel(lambda s: 2 * s)),
+                         ("distance not squared", kernel(lambda s: 2 * s**2, squared=False)),
+                         ("over the queries", kernel(lambda s: 2 * s**2, axis=0)),
+                         ("max not subtracted", kernel(lambda s: 2 * s**2, subtract_max=False))]
     return common + [("constant", lambda d_k, n, rng: np.full(n, float(d_k))),
                      ("scaled", lambda d_k, n, rng: reference(name, d_k, n, rng) / np.sqrt(d_k)),
                      ("uniform", lambda d_k, n, rng: (rng.random((n, d_k)) * rng.random((n, d_k))).sum(axis=1)),
@@ -213,11 +272,13 @@ def wrong_functions(name: str) -> list[tuple[str, object]]:
 
 
 def call_numbers(calls) -> set[str]:
+    """The numbers of the calls' inputs (arrays, numbers, lists of arrays), which a call's label may show."""
     found = set()
     for call in calls:
         for arg in list(call.args) + list(call.kwargs.values()):
-            if isinstance(arg, np.ndarray):
-                found |= written(arg)
+            for part in arg if isinstance(arg, list) else [arg]:
+                if isinstance(part, (np.ndarray, int, float)) and not isinstance(part, bool):
+                    found |= written(part)
     return found
 
 

@@ -76,6 +76,18 @@ SLIPS = {
         "patch_grid = np.round(exponentials / exponentials.sum(), 2).reshape(3, 2).T  # filled column by column",
         1, "Likely slip: did you fill the grid column by column?",
     ),
+    "ps10_online_softmax": (
+        "answer_reversed_state_2",
+        "# the running sum not rescaled when the maximum grows in block 2\n"
+        "m_1, m_2 = reversed_blocks[0].max(), reversed_blocks[1].max()\n"
+        "reversed_state_2 = [m_2, np.exp(reversed_blocks[0] - m_1).sum() + np.exp(reversed_blocks[1] - m_2).sum()]",
+        1, "Likely slip: did you rescale the running sum?",
+    ),
+    "ps11_soft_lookup": (
+        "answer_exponents",
+        "exponents = ((K - q) ** 2).sum(axis=1) / (2 * sigma**2)  # the minus sign left out",
+        1, "Likely slip: did you forget the minus sign?",
+    ),
     "ps2_scaled_dot_product": (
         "answer_weights_head1",
         "S_raw = Q1 @ K1.T\nA1 = np.round(np.exp(S_raw) / np.exp(S_raw).sum(axis=1, keepdims=True), 2)"

@@ -85,7 +85,7 @@ def test_run_all_with_three_wrong_answers_shows_three_failures_and_the_summary()
 @pytest.fixture(scope="module")
 def released(tmp_path_factory):
     course = copy_course(tmp_path_factory.mktemp("validate"))
-    for problem_set in ("ps2_scaled_dot_product", "ps4_single_head"):
+    for problem_set in ("ps2_scaled_dot_product", "ps4_single_head", "ps10_online_softmax", "ps11_soft_lookup"):
         nbgrader(course, "generate_assignment", problem_set, "--force")
     return course
 
@@ -152,3 +152,30 @@ def test_validate_fails_a_softmax_that_ignores_its_axis(released, tmp_path):
     printed = validate(students_notebook(released, "ps4_single_head", {"answer_softmax": ignores_axis}), tmp_path)
     assert "VALIDATION FAILED" in printed and 'ps.check("softmax_along_axis", softmax)' in printed
     assert "did you normalise along the wrong axis?" in printed
+
+
+def test_validate_fails_a_fold_block_that_never_rescales(released, tmp_path):
+    """The rescaling, which only a block with a higher maximum needs, is tried by a visible check."""
+    never_rescales = '''def fold_block(m, l, block):
+    """Fold one block of scores into the running maximum m and running sum l: returns (m_new, l_new)."""
+    m_new = max(m, np.max(block))
+    return m_new, l + np.exp(np.asarray(block) - m_new).sum()'''
+    nb = students_notebook(released, "ps10_online_softmax", {"answer_fold_block": never_rescales})
+    printed = validate(nb, tmp_path)
+    assert "VALIDATION FAILED" in printed and 'ps.check("fold_your_blocks", fold_block)' in printed
+    assert "did you rescale the running sum?" in printed
+
+
+def test_validate_fails_a_kernel_that_underflows_far_from_every_key(released, tmp_path):
+    """nbgrader validate shows the first line of the error, cut short: the call and its entry that is nan
+    (the advice to subtract the largest exponent, further on, is checked in test_exercises_checks)."""
+    underflows = '''def gaussian_kernel_weights(Q, K, sigma):
+    """The Gaussian kernel's weights of every key for every query: shape (n_q, n_k), each row summing to 1."""
+    Q, K = np.asarray(Q, dtype=float), np.asarray(K, dtype=float)
+    e = np.exp(-((Q[:, None, :] - K[None, :, :]) ** 2).sum(axis=-1) / (2 * sigma**2))
+    return e / e.sum(axis=-1, keepdims=True)'''
+    nb = students_notebook(released, "ps11_soft_lookup", {"answer_gaussian_kernel_weights": underflows})
+    printed = validate(nb, tmp_path)
+    assert "VALIDATION FAILED" in printed
+    assert 'ps.check("kernel_far_from_every_key", gaussian_kernel_weights)' in printed
+    assert "AnswerMismatch: gaussian_kernel_weights(" in printed and "[0, 0] is na" in printed, printed

@@ -235,6 +235,86 @@ def test_ps6_options_come_in_new_orders_never_with_the_right_one_where_the_seed_
     assert len(orders) >= 20
 
 
+def online_by_hand(blocks):
+    """The online softmax written out: ``[m, l]`` after each block, each block's rescaling factor, the weights."""
+    m, l, states, factors = -math.inf, 0.0, [], []
+    for block in blocks:
+        new_m = max([m, *block])
+        factor = math.exp(m - new_m)
+        l = l * factor + sum(math.exp(s - new_m) for s in block)
+        m = new_m
+        states.append([m, l])
+        factors.append(factor)
+    return np.array(states), factors, np.array([math.exp(s - m) / l for block in blocks for s in block])
+
+
+def test_ps10_scores_are_halves_whose_maximum_comes_first_then_last():
+    seed = get_problem_set("ps10_online_softmax").givens(0)
+    seed_forwards, _, seed_weights = online_by_hand(seed["blocks"])
+    seed_backwards, seed_factors, _ = online_by_hand(seed["reversed_blocks"])
+    assert seed["scores"].tolist() == [2, 1, 0] and seed_factors[1] == pytest.approx(math.exp(-1))
+    for _, g in givens_of("ps10_online_softmax"):
+        s = g["scores"]
+        assert s.shape == (3,) and is_multiple(s, 0.5) and len(set(s)) == 3 and s.min() >= -2 and s.max() <= 3
+        assert [b.tolist() for b in g["blocks"]] == [s[:2].tolist(), s[2:].tolist()]
+        assert [b.tolist() for b in g["reversed_blocks"]] == [s[::-1][:2].tolist(), s[::-1][2:].tolist()]
+        assert s[0] > s[1:].max(), "read forwards block 2's maximum is lower than m, read backwards higher"
+        assert (s - s[0]).min() >= -3, "exponents s_j - m in halves from -3 to 0"
+        forwards, _, weights = online_by_hand(g["blocks"])
+        backwards, factors, _ = online_by_hand(g["reversed_blocks"])
+        assert factors[1] < 1 and forwards[1] == pytest.approx(backwards[1]), "rescaled, to the same sum"
+        assert weights.min() >= 0.04 and weights.max() <= 0.85
+        for value, seed_value in ((forwards, seed_forwards), (backwards, seed_backwards), (weights, seed_weights),
+                                  (factors[1], seed_factors[1])):
+            assert differs(value, seed_value)
+
+
+def test_ps10_sizes_are_a_vit_and_a_long_context_of_whole_gib():
+    seen = set()
+    for _, g in givens_of("ps10_online_softmax"):
+        grid = math.isqrt(g["n"] - 1)
+        assert grid * grid == g["n"] - 1 and grid != 14, "a ViT's patches and its class token, not ViT-Base's"
+        assert g["heads"] in (4, 6, 8, 12, 16) and g["dtype"] in ("float32", "float64")
+        assert g["n_long"] in [2**k for k in range(12, 18)] and g["heads_long"] in (8, 16, 32, 64)
+        gib = g["heads_long"] * g["n_long"] ** 2 * {"float16": 2, "float32": 4}[g["dtype_long"]] / 2**30
+        assert gib == int(gib) and 1 <= gib <= 1024 and gib != 64
+        assert g["growth"] in (3, 4, 5, 8, 10)
+        seen |= {g["dtype"], g["dtype_long"]}
+    assert seen == {"float16", "float32", "float64"}
+
+
+def test_ps11_kernels_have_exponents_in_halves_and_one_clear_nearest_key():
+    seed = get_problem_set("ps11_soft_lookup").givens(0)
+
+    def steps(g):
+        q, K, V, sigma = g["q"][0], g["K"], g["V"], g["sigma"]
+        distances = ((K - q) ** 2).sum(axis=1)
+        exponents = -distances / (2 * sigma**2)
+        weights = row_softmax(exponents)
+        extended = (K @ q - 0.5 * (K**2).sum(axis=1)) / sigma**2
+        return distances, exponents, weights, weights @ V, extended
+
+    seed_steps = steps(seed)
+    assert seed_steps[0].tolist() == [0, 2, 1] and seed["sigma"] == 1
+    widths = set()
+    for _, g in givens_of("ps11_soft_lookup"):
+        q, K, V, sigma = g["q"], g["K"], g["V"], g["sigma"]
+        assert q.shape == (1, 2) and K.shape == (3, 2) and V.shape == (3, 2) and sigma in (0.5, 1.0, 2.0)
+        for coordinates in (q / sigma, K / sigma):
+            assert is_multiple(coordinates, 1) and coordinates.min() >= -1 and coordinates.max() <= 2
+        assert is_multiple(V, 1) and V.min() >= 0 and V.max() <= 2
+        assert len({tuple(k) for k in K}) == 3 and len({tuple(v) for v in V}) == 3
+        distances, exponents, weights, prediction, extended = steps(g)
+        assert is_multiple(exponents, 0.5) and is_multiple(extended, 0.5)
+        assert row_softmax(extended) == pytest.approx(weights), "the extended scores give the same weights"
+        assert weights.min() >= 0.03 and weights.max() <= 0.85 and margin(weights) >= 0.05
+        assert np.argmax(weights) == np.argmin(distances) != 0, "one nearest key, not the seed's k1"
+        for value, seed_value in zip((distances, exponents, weights, prediction, extended), seed_steps):
+            assert differs(value, seed_value)
+        widths.add(sigma)
+    assert widths == {0.5, 1.0, 2.0}
+
+
 @pytest.mark.parametrize("problem_set", names())
 def test_every_answer_differs_from_the_seeds_and_everything_is_finite(problem_set):
     """The expected value of every hand-computed answer (and the right choice) differs from the seed's."""
@@ -269,6 +349,10 @@ PINNED = {
                                                     [0.5, 0, 0, 1]]},
     ("ps6_maps", "s0123456"): {"image": [[2, 1, 1, 1, 2, 0], [0, 1, 2, 2, 2, 0], [2, 0, 2, 0, 1, 2],
                                          [1, 0, 1, 0, 0, 0]], "query_patch": 3},
+    ("ps10_online_softmax", "ab1234"): {"scores": [3.0, 2.5, 0.5], "n": 101, "heads": 4, "dtype": "float64",
+                                        "n_long": 32768, "heads_long": 8, "dtype_long": "float16", "growth": 3},
+    ("ps11_soft_lookup", "zoë.chen"): {"q": [[2, 0]], "K": [[4, -2], [2, 2], [2, 0]], "V": [[2, 2], [0, 0], [1, 0]],
+                                       "sigma": 2.0},
 }
 
 

@@ -555,3 +555,200 @@ def _delivery_variant(variant: int) -> MultiHeadExample:
         _delivery_candidate,
         lambda ex: ex is not None and _all_differ(_delivery_steps(ex), _seed_delivery_steps()),
         "delivery example")
+
+
+# --------------------------------------------------------------------------- what attention costs, soft lookup
+#
+# The examples of the chapters "What attention costs, and online softmax" and "Attention as soft
+# lookup", with their variants (problem sets 10 and 11).
+
+
+@dataclass(frozen=True)
+class OnlineSoftmaxExample:
+    """A row of scores read in two blocks: ``scores[:split]``, then ``scores[split:]``."""
+
+    scores: np.ndarray
+    split: int
+
+    @property
+    def blocks(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.scores[: self.split].copy(), self.scores[self.split:].copy()
+
+    @property
+    def reversed_blocks(self) -> tuple[np.ndarray, np.ndarray]:
+        """The same scores in the other order, cut after as many: the largest score then comes last."""
+        backwards = self.scores[::-1]
+        return backwards[: self.split].copy(), backwards[self.split:].copy()
+
+
+def online_softmax_example(variant: int = 0) -> OnlineSoftmaxExample:
+    """Seed 002's scores [2, 1, 0], read by the online softmax in the blocks [2, 1] and [0]; read
+    backwards, [0, 1] and [2], the largest score arrives in the second block and the running sum
+    is rescaled.
+
+    Other variants: three different scores, multiples of 0.5 from -2 to 3, the first the largest
+    (so that, read forwards, the second block's maximum is lower than the running maximum and,
+    read backwards, higher); every exponent ``s_j - m`` a multiple of 0.5 from -3 to 0; the
+    weights neither below 0.04 nor above 0.85; and every step (the running maximum and sum after
+    each block, both ways, the rescaling factor, the weights) differs from the seed's.
+    """
+    if variant != 0:
+        return OnlineSoftmaxExample(np.array(VariantDraw("online_softmax", variant).choice(_workable_online_rows())),
+                                    split=2)
+    return OnlineSoftmaxExample(scores=softmax_saturation_example().moderate, split=2)
+
+
+def online_softmax_steps(example: OnlineSoftmaxExample) -> dict[str, np.ndarray]:
+    """Every number a student writes down for ``example``, in plain numpy.
+
+    ``state_1``, ``state_2``: ``[m, l]`` after each block read forwards; ``weights``: the
+    softmax; ``reversed_state_1``, ``rescale``, ``reversed_state_2``: the same read backwards,
+    and the factor ``e^(m_1 - m_2)`` the running sum is multiplied by in the second block.
+    """
+    steps = {}
+    for prefix, blocks in (("", example.blocks), ("reversed_", example.reversed_blocks)):
+        m, l = -np.inf, 0.0
+        for t, block in enumerate(blocks, start=1):
+            new_m = max(m, float(block.max()))
+            rescale = np.exp(m - new_m)
+            m, l = new_m, l * rescale + float(np.exp(block - new_m).sum())
+            steps[f"{prefix}state_{t}"] = np.array([m, l])
+        if prefix:
+            steps["rescale"] = np.array(rescale)
+    steps["weights"] = np.exp(example.scores - m) / l
+    return steps
+
+
+@functools.cache
+def _workable_online_rows() -> tuple[tuple[float, ...], ...]:
+    seed = online_softmax_steps(online_softmax_example())
+    halves = [h / 2 for h in range(-4, 7)]  # -2, -1.5, ..., 3
+    found = []
+    for row in itertools.permutations(halves, 3):
+        if row[0] <= max(row[1:]) or row[0] - min(row[1:]) > 3:
+            continue
+        steps = online_softmax_steps(OnlineSoftmaxExample(np.array(row), split=2))
+        if (steps["weights"].min() >= 0.04 and steps["weights"].max() <= 0.85
+                and all(apart_from_seed(steps[name], seed[name]) for name in seed)):
+            found.append(row)
+    return tuple(found)
+
+
+@dataclass(frozen=True)
+class AttentionMemoryExample:
+    """What the weights of one attention layer cost: ``n`` tokens and ``heads`` heads stored as
+    ``dtype`` (a ViT-like model), a long context of ``n_long`` tokens and ``heads_long`` heads
+    stored as ``dtype_long``, and a context grown ``growth``-fold."""
+
+    n: int
+    heads: int
+    dtype: str
+    n_long: int
+    heads_long: int
+    dtype_long: str
+    growth: int
+
+
+BYTES_PER_NUMBER = {"float16": 2, "float32": 4, "float64": 8}
+
+
+def attention_memory_example(variant: int = 0) -> AttentionMemoryExample:
+    """The chapter's counts: ViT-Base's n = 197 tokens (196 patches and a class token) and 12
+    heads, weights stored as float32; a long context of 32,768 tokens with 32 heads in 16-bit
+    numbers (64 GiB of weights per layer); n doubled.
+
+    Other variants: a ViT's token count for another grid of patches (g^2 + 1), 4 to 16 heads and
+    float32 or float64; a long context of a power of two from 4,096 to 131,072 tokens, 8 to 64
+    heads and float16 or float32, whose weights fill a whole number of GiB from 1 to 1024; a
+    context grown 3 to 10-fold. Every count differs from the seed's.
+    """
+    if variant == 0:
+        return AttentionMemoryExample(197, 12, "float32", 32_768, 32, "float16", 2)
+    draw = VariantDraw("attention_memory", variant)
+    n = draw.choice([g * g + 1 for g in (7, 8, 10, 12, 16, 20, 24)])  # 14 * 14 + 1 is the seed's
+    heads, dtype = draw.choice((4, 6, 8, 12, 16)), draw.choice(("float32", "float64"))
+    n_long, heads_long, dtype_long = draw.choice(_workable_long_contexts())
+    return AttentionMemoryExample(n, heads, dtype, n_long, heads_long, dtype_long, draw.choice((3, 4, 5, 8, 10)))
+
+
+@functools.cache
+def _workable_long_contexts() -> tuple[tuple[int, int, str], ...]:
+    """Every (tokens, heads, dtype) whose weights fill a whole number of GiB from 1 to 1024, not the seed's 64."""
+    found = []
+    for n, heads, dtype in itertools.product([2**k for k in range(12, 18)], (8, 16, 32, 64), ("float16", "float32")):
+        gib, rest = divmod(heads * n * n * BYTES_PER_NUMBER[dtype], 2**30)
+        if rest == 0 and 1 <= gib <= 1024 and gib != 64:
+            found.append((n, heads, dtype))
+    return tuple(found)
+
+
+@dataclass(frozen=True)
+class KernelLookupExample:
+    """One query ``Q`` ``(1, d)`` over keys ``K`` ``(n_k, d)`` with values ``V`` ``(n_k, d_v)``, and the
+    width ``sigma`` of a Gaussian kernel."""
+
+    Q: np.ndarray
+    K: np.ndarray
+    V: np.ndarray
+    sigma: float
+
+
+def kernel_lookup_example(variant: int = 0) -> KernelLookupExample:
+    """Seed 002's query q1 = [1, 0] over k1 = [1, 0], k2 = [0, 1], k3 = [1, 1] with values v1, v2, v3,
+    weighted by a Gaussian kernel of width sigma = 1: the exponents are 0, -1 and -0.5.
+
+    Other variants: sigma is 0.5, 1 or 2, and the query and keys have coordinates that are whole
+    multiples of sigma from -sigma to 2 sigma, so that every exponent -|q - k_j|^2 / 2 sigma^2 is a
+    multiple of 0.5 (and so is every extended score (q . k_j - |k_j|^2 / 2) / sigma^2); the values
+    are whole numbers from 0 to 2. The three keys differ and one is clearly the nearest (its weight
+    larger by 0.05 or more), and it is not k1 (the seed's); no weight is below 0.03 or above 0.85;
+    the three values differ and every step differs from the seed's.
+    """
+    if variant != 0:
+        return _kernel_lookup_variant(variant)
+    seed = q1_example()
+    return KernelLookupExample(Q=seed.Q, K=seed.K, V=seed.V, sigma=1.0)
+
+
+def kernel_lookup_steps(example: KernelLookupExample) -> dict[str, np.ndarray]:
+    """Every number a student writes down for ``example``, in plain numpy (one query)."""
+    q, K, V, sigma = example.Q[0], example.K, example.V, example.sigma
+    distances = ((K - q) ** 2).sum(axis=1)  # (n_k,)
+    exponents = -distances / (2 * sigma**2)
+    weights = softmax(exponents)
+    extended = (K @ q - 0.5 * (K**2).sum(axis=1)) / sigma**2  # (n_k,): exponents + |q|^2 / 2 sigma^2
+    return {"distances": distances, "exponents": exponents, "weights": weights, "prediction": weights @ V,
+            "extended_scores": extended}
+
+
+@functools.cache
+def _workable_kernel_geometries() -> tuple[np.ndarray, np.ndarray]:
+    """Every query (2,) and keys (3, 2) of whole numbers from -1 to 2 (in units of sigma) that make
+    workable weights, with the nearest key not the first."""
+    vectors = np.array(list(itertools.product(range(-1, 3), repeat=2)), dtype=float)  # (16, 2)
+    keys = vectors[np.array(list(itertools.product(range(16), repeat=3)))]  # (4096, 3, 2)
+    keys = keys[np.array([len({tuple(k) for k in K}) == 3 for K in keys])]
+    q_all = np.repeat(vectors, len(keys), axis=0)  # (m, 2)
+    k_all = np.tile(keys, (len(vectors), 1, 1))  # (m, 3, 2)
+    weights = softmax(-((k_all - q_all[:, None, :]) ** 2).sum(axis=2) / 2, axis=-1)  # (m, 3), sigma = 1
+    workable = ((_margins(weights) >= 0.05) & (np.argmax(weights, axis=1) != 0)
+                & (weights.min(axis=1) >= 0.03) & (weights.max(axis=1) <= 0.85))
+    return q_all[workable], k_all[workable]
+
+
+def _kernel_lookup_variant(variant: int) -> KernelLookupExample:
+    draw = VariantDraw("kernel_lookup", variant)
+    queries, keys = _workable_kernel_geometries()
+    seed_steps = kernel_lookup_steps(kernel_lookup_example())
+
+    def draw_once(d: VariantDraw) -> KernelLookupExample:
+        pick, sigma = d.integer(0, len(queries) - 1), d.choice((0.5, 1.0, 2.0))
+        return KernelLookupExample(Q=sigma * queries[pick][None, :], K=sigma * keys[pick],
+                                   V=np.array(d.integers(0, 2, (3, 2)), dtype=float), sigma=sigma)
+
+    def workable(ex: KernelLookupExample) -> bool:
+        steps = kernel_lookup_steps(ex)
+        return (len({tuple(v) for v in ex.V}) == 3 and apart_from_seed(steps["prediction"], ex.Q[0])
+                and all(apart_from_seed(steps[name], seed_steps[name]) for name in seed_steps))
+
+    return draw.until(draw_once, workable, "kernel lookup")

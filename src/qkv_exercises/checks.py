@@ -211,6 +211,17 @@ class FunctionCheck:
         return self.judge_result(call, outcome.value, reveal)
 
 
+def function_checks(answer: str, judge_result, explain_raised=None):
+    """A maker of the checks of the student's function ``answer``, all judged by ``judge_result`` (and
+    ``explain_raised``): ``make(grade_id, calls, description, hidden=False)`` returns a :class:`FunctionCheck`."""
+
+    def make(grade_id: str, calls, description: str, *, hidden: bool = False) -> FunctionCheck:
+        return FunctionCheck(grade_id, answer, calls=calls, judge_result=judge_result, description=description,
+                             hidden=hidden, explain_raised=explain_raised)
+
+    return make
+
+
 Check = ValueCheck | ChoiceCheck | FunctionCheck
 
 

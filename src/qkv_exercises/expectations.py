@@ -13,12 +13,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from qkv.attention import linear, scaled_dot_product_attention, softmax
+from qkv.examples import BYTES_PER_NUMBER
 from qkv.multihead import Head
+from qkv.variants import VariantDraw
 from qkv.vision import patchify, to_patch_grid
 
 from . import slips
 from .checking import HAND_TOLERANCE, Expectation, Labels, describe_input, rows_sum_to_one
-from .checks import Choice
+from .checks import Choice, ChoiceCheck
 
 # --------------------------------------------------------------------------- steps of attention
 
@@ -255,3 +257,141 @@ def choose_option(options: Sequence[str], right_text: str, *, explain_right: str
     return Choice(right=by_text[right_text], choices=letters, explain_right=explain_right,
                   explain_wrong={by_text[text]: advice for text, advice in (explain_wrong or {}).items()},
                   reveal_text=f"The right option is ({by_text[right_text]}): {right_text}")
+
+
+def option_check(grade_id: str, answer: str, options: dict[str, str], right: str, given: str,
+                 description: str) -> ChoiceCheck:
+    """A question answered by a letter: ``options`` maps each option to what choosing it means ("" for the
+    ``right`` one); the givens hold them, in the variant's order, as ``given``."""
+    return ChoiceCheck(grade_id, answer,
+                       lambda g: choose_option(g[given], right, explain_right=right,
+                                               explain_wrong={text: advice for text, advice in options.items()
+                                                              if advice}),
+                       description)
+
+
+def ordered_options(options: Sequence[str], right: str, draw_name: str, variant: int) -> tuple[str, ...]:
+    """``options`` in the variant's order (drawn as ``draw_name``); the right one never at the letter it has
+    in variant 0, so that the book's letter is never the answer."""
+    texts = tuple(options)
+    if variant == 0:
+        return texts
+    seed_place = texts.index(right)
+    order = VariantDraw(draw_name, variant).until(
+        lambda d: d.permutation(len(texts)), lambda o: [texts[i] for i in o].index(right) != seed_place, "order")
+    return tuple(texts[i] for i in order)
+
+
+# --------------------------------------------------------------------------- online softmax, what attention costs
+
+_STATE_HELP = "two numbers, [m, l]: the running maximum m and the running sum l"
+
+
+def expect_online_state(blocks, t: int) -> Expectation:
+    """``[m_t, l_t]``: the running maximum and sum of the online softmax after block ``t`` (from 1)."""
+    steps = slips.online_steps(blocks)
+    candidates = [(slip, slips.online_steps(blocks, slip)["running"][t - 1]) for slip in slips.ONLINE_SLIPS[:6]]
+    if t > 1:  # the block's maximum taken as the running maximum, and nothing rescaled
+        block, (_, l_before) = np.asarray(blocks[t - 1], dtype=float), steps["running"][t - 2]
+        candidates.append((slips.BLOCK_MAX_AS_RUNNING_MAX,
+                           np.array([block.max(), l_before + np.exp(block - block.max()).sum()])))
+    return Expectation(steps["running"][t - 1], formula=f"[m_{t}, l_{t}] after block {t}", shape_help=_STATE_HELP,
+                       labels=(("m", "l"),), slip_values=slips.merged(candidates), what="your answer, the pair [m, l]")
+
+
+def expect_rescale(blocks, t: int) -> Expectation:
+    """The factor ``e^(m_(t-1) - m_t)`` by which the running sum is multiplied when block ``t`` is read."""
+    steps = slips.online_steps(blocks)
+    return Expectation(
+        np.array(steps["rescale"][t - 1]), formula=f"e^(m_{t - 1} - m_{t})",
+        slip_values=[(slip, np.array(slips.online_steps(blocks, slip)["rescale"][t - 1]))
+                     for slip in (slips.RESCALE_EXPONENT_FLIPPED, slips.RESCALE_NOT_EXPONENTIATED,
+                                  slips.RESCALE_FORGOTTEN)],
+        what="your answer, one number")
+
+
+def expect_online_weights(blocks, *, name: str) -> Expectation:
+    """The softmax of the whole row that ``blocks`` cut, from the final running maximum and sum."""
+    scores = np.concatenate([np.asarray(b, dtype=float) for b in blocks])
+    online = [(slip, slips.online_steps(blocks, slip).get("weights")) for slip in slips.ONLINE_SLIPS]
+    return Expectation(slips.online_steps(blocks)["weights"], formula="e^(s_j - m) / l with the final m and l",
+                       shape_help=f"one weight per score ({len(scores)})",
+                       slip_values=slips.merged(online + slips.softmax_slip_values(scores)),
+                       hints=[rows_sum_to_one(name)],
+                       what="your answer, a list of weights")
+
+
+WHOLE_NUMBER = 0.5  # a count is right when it is the exact whole number
+
+
+def expect_scores_per_head(n: int, heads: int) -> Expectation:
+    """How many scores one head computes for ``n`` tokens: ``n^2``."""
+    return Expectation(np.array(float(n * n)), WHOLE_NUMBER, formula=f"n^2 for n = {n}",
+                       slip_values=[(slips.N_NOT_SQUARED, np.array(float(n))),
+                                    (slips.EVERY_HEAD_COUNTED, np.array(float(heads * n * n)))],
+                       what="your answer, a whole number")
+
+
+def _weights_bytes(n: int, heads: int, dtype: str) -> float:
+    return float(heads * n * n * BYTES_PER_NUMBER[dtype])
+
+
+def expect_weights_bytes(n: int, heads: int, dtype: str) -> Expectation:
+    """The bytes that the ``n x n`` weights of ``heads`` heads take, stored as ``dtype``."""
+    others = [(slips.WRONG_BYTES_PER_NUMBER, np.array(_weights_bytes(n, heads, other)))
+              for other in BYTES_PER_NUMBER if other != dtype]
+    return Expectation(
+        np.array(_weights_bytes(n, heads, dtype)), WHOLE_NUMBER, formula=f"h n^2 x (bytes per {dtype})",
+        slip_values=[(slips.HEADS_FORGOTTEN, np.array(_weights_bytes(n, 1, dtype))),
+                     (slips.BYTES_FORGOTTEN, np.array(float(heads * n * n))),
+                     (slips.BITS_NOT_BYTES, np.array(8 * _weights_bytes(n, heads, dtype))),
+                     (slips.N_NOT_SQUARED, np.array(float(heads * n * BYTES_PER_NUMBER[dtype]))), *others],
+        what="your answer, a whole number of bytes")
+
+
+def expect_weights_gib(n: int, heads: int, dtype: str) -> Expectation:
+    """The GiB (2^30 bytes) that the ``n x n`` weights of ``heads`` heads take, stored as ``dtype``."""
+    size = _weights_bytes(n, heads, dtype)
+    others = [(slips.WRONG_BYTES_PER_NUMBER, np.array(_weights_bytes(n, heads, other) / 2**30))
+              for other in BYTES_PER_NUMBER if other != dtype]
+    return Expectation(
+        np.array(size / 2**30), formula=f"h n^2 x (bytes per {dtype}) / 2^30",
+        slip_values=[(slips.GB_NOT_GIB, np.array(size / 1e9)), (slips.MIB_NOT_GIB, np.array(size / 2**20)),
+                     (slips.HEADS_FORGOTTEN, np.array(size / heads / 2**30)),
+                     (slips.BYTES_FORGOTTEN, np.array(size / BYTES_PER_NUMBER[dtype] / 2**30)),
+                     (slips.BITS_NOT_BYTES, np.array(8 * size / 2**30)), *others],
+        what="your answer, a number of GiB")
+
+
+def expect_memory_growth(growth: int) -> Expectation:
+    """By what factor the memory of the weights grows when the context grows ``growth``-fold."""
+    return Expectation(np.array(float(growth**2)), formula=f"({growth} n)^2 / n^2",
+                       slip_values=[(slips.GROWTH_LINEAR, np.array(float(growth)))], what="your answer, one number")
+
+
+# --------------------------------------------------------------------------- attention as soft lookup
+
+_KERNEL_FORMULAS = {
+    "distances": "|q - k_j|^2 for each key", "exponents": "-|q - k_j|^2 / (2 sigma^2) for each key",
+    "weights": "the softmax of the exponents", "prediction": "sum over j of A_j v_j",
+    "extended_scores": "(q . k_j - |k_j|^2 / 2) / sigma^2 for each key",
+}
+
+
+def expect_kernel_step(step: str, q, K, V, sigma: float, *, name: str, keys=None) -> Expectation:
+    """One step (``"distances"``, ``"exponents"``, ``"weights"``, ``"prediction"``, ``"extended_scores"``)
+    of a Gaussian kernel of width ``sigma`` for the one query ``q`` ``(1, d)`` over ``K``, with values ``V``."""
+    if step not in _KERNEL_FORMULAS:
+        raise ValueError(f"unknown step {step!r}; the steps are {', '.join(_KERNEL_FORMULAS)}")
+    expected = slips.kernel_steps(q, K, V, sigma)[step][0]
+    per_key = step != "prediction"
+    slip_values = []
+    for slip in slips.KERNEL_SLIPS:
+        value = slips.kernel_steps(q, K, V, sigma, slip).get(step)
+        slip_values.append((slip, None if value is None else value[0]))
+    return Expectation(
+        expected, formula=_KERNEL_FORMULAS[step],
+        shape_help=f"one number per key ({len(expected)})" if per_key else f"one number per value column "
+                                                                             f"({len(expected)})",
+        labels=(keys,) if per_key and keys is not None else None, slip_values=slips.merged(slip_values),
+        hints=[rows_sum_to_one(name)] if step == "weights" else (), what="your answer, a list of numbers")

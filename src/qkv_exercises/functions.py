@@ -16,12 +16,22 @@ from collections.abc import Sequence
 import numpy as np
 
 from qkv.attention import softmax
+from qkv.blockwise import online_softmax_update
 from qkv.multihead import merge_heads, split_heads
 from qkv.validate import shape_str
 
 from . import slips
 from .answers import Rng
-from .checking import CODE_TOLERANCE, Expectation, Verdict, _Unusable, as_numbers, judge_value
+from .checking import (
+    CODE_TOLERANCE,
+    Expectation,
+    Verdict,
+    _Unusable,
+    as_numbers,
+    describe_input,
+    format_number,
+    judge_value,
+)
 from .checks import Call, Raised
 from .expectations import step_meaning
 
@@ -297,3 +307,184 @@ def judge_uses_its_rng(calls: Sequence[Call], results: Sequence, reveal: bool) -
         return Verdict(False, f"the mean of {calls[3].label} is {many.mean():.3f}, far from 0: q and k have "
                               "mean 0.")
     return Verdict(True, f"{SAMPLE} draws its samples from the rng it is given.")
+
+
+# --------------------------------------------------------------------------- fold_block, online_softmax(blocks)
+
+FOLD, ONLINE = "fold_block", "online_softmax"
+ONLINE_OVERFLOW_HINT = ("Large scores overflow e^s: measure every exponential from the running maximum, "
+                        "e^(s - m), which is at most 1.")
+FIRST_BLOCK = "first block (m = -inf, l = 0)"
+LOWER_MAX, HIGHER_MAX = "block max lower than the running max", "block max higher than the running max"
+ONE_SCORE, LARGE_SCORES = "a block of one score", "large scores"
+
+
+def fold_call(m: float, l: float, block, *, behaviour: str, what: str = "") -> Call:
+    """``fold_block(m, l, block)``: one block of scores folded into the running maximum and sum."""
+    block = np.asarray(block, dtype=float)
+    label = f"{FOLD}({what or f'{format_number(m)}, {format_number(l)}, {describe_input(block)}'})"
+    return Call(args=(float(m), float(l), block), label=label, behaviour=behaviour)
+
+
+def folded(m: float, l: float, block) -> tuple[float, float]:
+    """``(m', l')`` from :func:`qkv.online_softmax_update`."""
+    new_max, new_sum, _, _ = online_softmax_update(np.array([m]), np.array([l]), np.asarray(block, dtype=float))
+    return float(new_max[0]), float(new_sum[0])
+
+
+def fold_calls_after(first, second, *, behaviour: str, what: str = "") -> list[Call]:
+    """Two calls: ``first`` folded into nothing, then ``second`` folded into the state it leaves
+    (named ``m_1, l_1, <what>`` with ``what``)."""
+    m, l = folded(-np.inf, 0.0, first)
+    return [fold_call(-np.inf, 0.0, first, behaviour=FIRST_BLOCK),
+            fold_call(m, l, second, behaviour=behaviour, what=what and f"m_1, l_1, {what}")]
+
+
+def random_fold_calls(rng: np.random.Generator) -> list[Call]:
+    """A first block, then blocks whose maximum is lower, higher, one score, and scores near 500."""
+    first = random_halves(rng, (int(rng.integers(2, 5)),), -3, 3)
+    top = first.max()
+    calls = fold_calls_after(first, top - 0.5 - random_halves(rng, (3,), 0, 2), behaviour=LOWER_MAX)
+    m, l = folded(-np.inf, 0.0, first)
+    calls.append(fold_call(m, l, top + random_halves(rng, (2,), -1, 2) + np.array([0.0, 2.5]), behaviour=HIGHER_MAX))
+    calls.append(fold_call(m, l, random_halves(rng, (1,), -3, 3), behaviour=ONE_SCORE))
+    large = 500 + random_halves(rng, (3,), -3, 3)
+    calls += fold_calls_after(large, 500 + random_halves(rng, (2,), 1, 4), behaviour=LARGE_SCORES)[1:]
+    return calls
+
+
+def _pair(call: Call, result, what: str) -> Verdict | None:
+    """A verdict when ``result`` is not a pair (a tuple or list of two), else None."""
+    if isinstance(result, (tuple, list)) and len(result) == 2:
+        return None
+    kind = f"a {type(result).__name__} of {len(result)}" if isinstance(result, (tuple, list)) else (
+        f"one {type(result).__name__}")
+    return Verdict(False, f"{call.label} returned {kind}; it must return a pair: return {what}")
+
+
+def judge_fold_block(call: Call, result, reveal: bool) -> Verdict:
+    """Compare ``(m', l')`` with :func:`qkv.online_softmax_update`; name a slip (no rescaling, ...)."""
+    m, l, block = call.args
+    not_a_pair = _pair(call, result, "m_new, l_new")
+    if not_a_pair:
+        return not_a_pair
+    slip_values = slips.merged([(slip, np.array(slips.fold_with_slip(m, l, block, slip)[:2]))
+                                for slip in slips.ONLINE_SLIPS[:6]])
+    expectation = Expectation(np.array(folded(m, l, block)), CODE_TOLERANCE, labels=(("m", "l"),),
+                              shape_help="the pair (m_new, l_new)", slip_values=slip_values,
+                              nonfinite_hint=ONLINE_OVERFLOW_HINT, what="the pair (m_new, l_new)")
+    return judge_value(tuple(result), call.label, expectation, reveal=reveal)
+
+
+def explain_fold_error(call: Call, raised: Raised) -> str | None:
+    """The likely slip behind an error: ``max(m, block)`` compares a number with a whole array."""
+    if "truth value of an array" in raised.message:
+        return ("max(m, block) compares m with the whole block: take the block's largest score first, "
+                "max(m, block.max()).")
+    return None
+
+
+def online_call(blocks, *, behaviour: str, what: str = "") -> Call:
+    """``online_softmax(blocks)``, the blocks a list of 1-D arrays."""
+    blocks = [np.asarray(b, dtype=float) for b in blocks]
+    shown = what or "[" + ", ".join(describe_input(b) for b in blocks) + "]"
+    if not what and len(shown) > 60:
+        shown = f"{len(blocks)} blocks of a row of {sum(len(b) for b in blocks)} scores"
+    return Call(args=(blocks,), label=f"{ONLINE}({shown})", behaviour=behaviour)
+
+
+def cut(scores, sizes) -> list[np.ndarray]:
+    """``scores`` cut into consecutive blocks of the given sizes."""
+    return np.split(np.asarray(scores, dtype=float), np.cumsum(sizes)[:-1])
+
+
+def random_online_calls(rng: np.random.Generator) -> list[Call]:
+    """Random rows: two blocks with the largest score first or last, more blocks, one score per block,
+    scores near 1000."""
+    calls = []
+    for place, behaviour in ((0, "the largest score in the first block"), (-1, "the largest score in a later block")):
+        scores = random_halves(rng, (5,), -3, 3)
+        top = int(np.argmax(scores))
+        scores[[place, top]] = scores[[top, place]]
+        calls.append(online_call(cut(scores, (2, 3)), behaviour=behaviour))
+    sizes = rng.integers(1, 4, size=int(rng.integers(4, 7)))
+    calls.append(online_call(cut(random_halves(rng, (int(sizes.sum()),), -3, 3), sizes), behaviour="more blocks"))
+    calls.append(online_call(cut(random_halves(rng, (6,), -3, 3), (1,) * 6), behaviour="blocks of one score"))
+    calls.append(online_call(cut(1000 + rng.normal(scale=3.0, size=7), (3, 2, 2)), behaviour=LARGE_SCORES,
+                             what="3 blocks of scores near 1000"))
+    return calls
+
+
+def judge_online_softmax(call: Call, result, reveal: bool) -> Verdict:
+    """Compare ``(weights, running)`` with :func:`qkv.online_softmax`: the ``[m, l]`` after every block, then
+    the weights; name a slip."""
+    (blocks,) = call.args
+    not_a_pair = _pair(call, result, "weights, running")
+    if not_a_pair:
+        return not_a_pair
+    weights, running = result
+    steps = slips.online_steps(blocks)
+    slipped = [(slip, slips.online_steps(blocks, slip)) for slip in slips.ONLINE_SLIPS]
+    for part, step, shape_help in (
+            (running, "running", f"one row [m, l] per block: ({len(blocks)}, 2), returned second"),
+            (weights, "weights", f"one weight per score ({len(steps['weights'])}), returned first")):
+        expectation = Expectation(steps[step], CODE_TOLERANCE, shape_help=shape_help,
+                                  slip_values=slips.merged([(s, v.get(step)) for s, v in slipped]),
+                                  nonfinite_hint=ONLINE_OVERFLOW_HINT, what="an array")
+        verdict = judge_value(part, f"the {step} of {call.label}", expectation, reveal=reveal)
+        if not verdict.passed:
+            return verdict
+    return Verdict(True, f"{call.label} is correct.")
+
+
+# --------------------------------------------------------------------------- gaussian_kernel_weights(Q, K, sigma)
+
+KERNEL = "gaussian_kernel_weights"
+UNDERFLOW_HINT = ("Far from every key, every e^(exponent) underflows to 0 and 0 / 0 is nan: subtract the row's "
+                  "largest exponent (the nearest key's) before taking e^x; the weights do not change.")
+ONE_QUERY, SEVERAL_QUERIES = "one query", "several queries (each row sums to 1)"
+ONE_FEATURE, FAR_AWAY = "one feature (d = 1)", "far from every key (a narrow kernel)"
+
+
+def kernel_call(Q, K, sigma: float, *, behaviour: str, what: str = "") -> Call:
+    Q, K = np.asarray(Q, dtype=float), np.asarray(K, dtype=float)
+    shown = what or f"Q {shape_str(Q.shape)}, K {shape_str(K.shape)}"
+    return Call(args=(Q, K, float(sigma)), label=f"{KERNEL}({shown}, sigma={format_number(sigma)})",
+                behaviour=behaviour)
+
+
+def random_kernel_calls(rng: np.random.Generator) -> list[Call]:
+    """Random queries and keys: one query, several, one feature, and queries far from every key."""
+    sigma = float(rng.choice([0.5, 1.0, 2.0]))
+    calls = [kernel_call(sigma * random_halves(rng, (1, 2)), sigma * random_halves(rng, (4, 2)), sigma,
+                         behaviour=ONE_QUERY),
+             kernel_call(random_halves(rng, (3, 2)), random_halves(rng, (5, 2)), float(rng.choice([0.5, 1.0, 1.5])),
+                         behaviour=SEVERAL_QUERIES),
+             kernel_call(rng.uniform(0, 5, size=(6, 1)), rng.uniform(0, 5, size=(8, 1)), float(rng.uniform(0.2, 1.5)),
+                         behaviour=ONE_FEATURE)]
+    keys = random_halves(rng, (4, 3))
+    calls.append(kernel_call(keys[:2] + 40 + random_halves(rng, (2, 3)), keys, 0.2, behaviour=FAR_AWAY))
+    return calls
+
+
+def judge_kernel_weights(call: Call, result, reveal: bool) -> Verdict:
+    """Compare with :func:`qkv.gaussian_kernel_weights`; name a slip (no minus sign, sigma not squared, ...)."""
+    Q, K, sigma = call.args
+    values = np.zeros((len(K), 1))  # the weights do not depend on the values
+    expectation = Expectation(
+        slips.kernel_steps(Q, K, values, sigma)["weights"], CODE_TOLERANCE,
+        shape_help="(n_q, n_k): one row per query, one column per key",
+        slip_values=slips.merged([(s, slips.kernel_steps(Q, K, values, sigma, s).get("weights"))
+                                  for s in slips.KERNEL_SLIPS]),
+        nonfinite_hint=UNDERFLOW_HINT, what="an array")
+    return judge_value(result, call.label, expectation, reveal=reveal)
+
+
+def explain_kernel_error(call: Call, raised: Raised) -> str | None:
+    """The likely slip behind an error: ``Q - K`` for arrays of different lengths."""
+    if "broadcast" in raised.message:
+        Q, K, _ = call.args
+        return (f"Q - K subtracts row by row and needs equal shapes (here {shape_str(Q.shape)} and "
+                f"{shape_str(K.shape)}); for every query-key pair write Q[:, None, :] - K[None, :, :], of shape "
+                f"{shape_str((len(Q), len(K), Q.shape[1]))}.")
+    return None

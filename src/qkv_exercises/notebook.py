@@ -115,12 +115,14 @@ class Session:
 
     def show(self, name: str, value, row_labels=None) -> None:
         """Display ``value`` as a matrix named ``name`` (LaTeX), with ``row_labels`` beside its rows;
-        a single number as ``name = value``."""
+        a single number as ``name = value``, and text (a dtype's name) as ``name = text``."""
         from IPython.display import Math, display
 
         from qkv_book.display import format_entry, show_matrix
 
-        if np.ndim(value) == 0:
+        if isinstance(value, str):
+            display(Math(rf"{name} = \text{{{value}}}"))
+        elif np.ndim(value) == 0:
             display(Math(f"{name} = {format_entry(value)}"))
         else:
             display(show_matrix(name, value, row_labels=row_labels))

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from qkv.attention import linear, scaled_dot_product_attention, softmax
+from qkv.blockwise import online_softmax
+from qkv.lookup import gaussian_as_dot_product, gaussian_kernel_weights, squared_distances
 from qkv.multihead import Head
 from qkv.trace import trace_head
 
@@ -391,3 +393,258 @@ def patch_grid_with_slip(weights, grid_shape: tuple[int, int], slip: Slip) -> np
     if slip == GRID_FILLED_BY_COLUMNS:
         return np.asarray(weights, dtype=float).reshape(cols, rows).T  # patch k at (k % rows, k // rows)
     return None
+
+
+# --------------------------------------------------------------------------- online softmax, what attention costs
+
+RESCALE_FORGOTTEN = Slip(
+    "rescale_forgotten",
+    "did you rescale the running sum? When a block brings a larger maximum, every term e^(s - m_old) already "
+    "in the sum must become e^(s - m_new): multiply the sum so far by e^(m_old - m_new) before adding the "
+    "block's terms.",
+)
+RESCALE_EXPONENT_FLIPPED = Slip(
+    "rescale_exponent_flipped",
+    "the rescaling factor is e^(m_old - m_new), at most 1 (the old terms shrink when the maximum grows); "
+    "you used e^(m_new - m_old).",
+)
+RESCALE_NOT_EXPONENTIATED = Slip(
+    "rescale_not_exponentiated",
+    "the rescaling factor is e to the power m_old - m_new, not the difference itself.",
+)
+TERMS_FROM_BLOCK_MAX = Slip(
+    "terms_from_block_max",
+    "did you measure the block's exponentials from the block's own maximum? Every term of the running sum is "
+    "e^(s_j - m), with m the RUNNING maximum: the largest score so far, which may lie in an earlier block.",
+)
+BLOCK_MAX_AS_RUNNING_MAX = Slip(
+    "block_max_as_running_max",
+    "the running maximum is the largest score so far, max(m_old, the block's maximum), not the block's "
+    "maximum alone.",
+)
+MAX_NOT_SUBTRACTED = Slip(
+    "max_not_subtracted",
+    "did you add up e^(s_j) without subtracting the maximum? The running sum is the sum of e^(s_j - m), "
+    "measured from the running maximum m.",
+)
+WEIGHTS_NOT_FINAL_SUM = Slip(
+    "weights_not_final_sum",
+    "divide by the running sum after the LAST block: only it holds the terms of every score.",
+)
+WEIGHTS_WITH_STALE_MAX = Slip(
+    "weights_with_stale_max",
+    "every weight is e^(s_j - m) / l with the FINAL m and l, after the last block; an earlier block's own "
+    "running maximum is out of date once a later block brings a larger score.",
+)
+N_NOT_SQUARED = Slip(
+    "n_not_squared",
+    "each of the n queries has a score for each of the n keys: n x n = n^2 numbers per head.",
+)
+EVERY_HEAD_COUNTED = Slip(
+    "every_head_counted",
+    "that counts the scores of every head; the question asks for one head.",
+)
+HEADS_FORGOTTEN = Slip(
+    "heads_forgotten",
+    "each head has its own n x n weights: multiply by the number of heads h.",
+)
+BYTES_FORGOTTEN = Slip(
+    "bytes_forgotten",
+    "that is how many numbers there are; each takes 2 bytes in float16, 4 in float32 and 8 in float64.",
+)
+BITS_NOT_BYTES = Slip(
+    "bits_not_bytes",
+    "that counts bits: a float32 takes 32 bits, which is 4 bytes (8 bits to a byte).",
+)
+WRONG_BYTES_PER_NUMBER = Slip(
+    "wrong_bytes_per_number",
+    "check the bytes per number: float16 takes 2 bytes, float32 4 and float64 8.",
+)
+GB_NOT_GIB = Slip(
+    "gb_not_gib",
+    "a GiB is 2^30 = 1,073,741,824 bytes, not 10^9.",
+)
+MIB_NOT_GIB = Slip(
+    "mib_not_gib",
+    "that is in MiB (2^20 bytes); a GiB is 2^30 bytes, 1024 MiB.",
+)
+GROWTH_LINEAR = Slip(
+    "growth_linear",
+    "the weights are n x n: with r times the tokens there are r times as many rows AND r times as many "
+    "columns.",
+)
+
+
+def fold_with_slip(m: float, l: float, block, slip: Slip | None = None) -> tuple[float, float, float]:
+    """``(m', l', rescale)``: one block of scores folded into the running maximum ``m`` and sum ``l``,
+    with ``slip`` made (without one, exactly :func:`qkv.online_softmax_update`)."""
+    block = np.asarray(block, dtype=float)
+    block_max = float(block.max())
+    new_m = max(m, block_max)
+    first = np.isneginf(m)  # nothing read yet: nothing to rescale
+    with np.errstate(all="ignore"):
+        factor = 0.0 if first else float(np.exp(m - new_m))
+        terms_from = new_m
+        if slip == RESCALE_FORGOTTEN:
+            factor = 0.0 if first else 1.0
+        elif slip == RESCALE_EXPONENT_FLIPPED:
+            factor = 0.0 if first else float(np.exp(new_m - m))
+        elif slip == RESCALE_NOT_EXPONENTIATED:
+            factor = 0.0 if first else m - new_m
+        elif slip == TERMS_FROM_BLOCK_MAX:
+            terms_from = block_max
+        elif slip == BLOCK_MAX_AS_RUNNING_MAX:
+            new_m = terms_from = block_max
+            factor = 0.0 if first else float(np.exp(m - block_max))
+        elif slip == MAX_NOT_SUBTRACTED:
+            factor, terms_from = (0.0 if first else 1.0), 0.0
+        return new_m, l * factor + float(np.exp(block - terms_from).sum()), factor
+
+
+ONLINE_SLIPS = (RESCALE_FORGOTTEN, RESCALE_EXPONENT_FLIPPED, RESCALE_NOT_EXPONENTIATED, TERMS_FROM_BLOCK_MAX,
+                BLOCK_MAX_AS_RUNNING_MAX, MAX_NOT_SUBTRACTED, WEIGHTS_NOT_FINAL_SUM, WEIGHTS_WITH_STALE_MAX)
+
+
+def online_steps(blocks, slip: Slip | None = None) -> dict[str, np.ndarray]:
+    """The online softmax of ``blocks`` with ``slip`` made: ``running`` ``(T, 2)``, the ``[m, l]`` after
+    each block; ``rescale`` ``(T,)``, the factor the sum was multiplied by at each block; ``weights``.
+
+    Without a slip every number is what :func:`qkv.online_softmax` computes.
+    """
+    blocks = [np.asarray(b, dtype=float) for b in blocks]
+    if slip is None:
+        weights, steps = online_softmax(blocks)
+        return {"running": np.array([[s.running_max, s.running_sum] for s in steps]),
+                "rescale": np.array([s.rescale for s in steps]), "weights": weights}
+    m, l, running, rescale, maxima = -np.inf, 0.0, [], [], []
+    for block in blocks:
+        m, l, factor = fold_with_slip(m, l, block, slip if slip in ONLINE_SLIPS[:6] else None)
+        running.append([m, l])
+        rescale.append(factor)
+        maxima.append(np.full(len(block), m))
+    scores = np.concatenate(blocks)
+    with np.errstate(all="ignore"):
+        if slip == WEIGHTS_NOT_FINAL_SUM:
+            weights = np.exp(scores - m) / running[0][1] if len(blocks) > 1 else None
+        elif slip == WEIGHTS_WITH_STALE_MAX:
+            weights = np.exp(scores - np.concatenate(maxima)) / l
+        elif slip == MAX_NOT_SUBTRACTED:
+            weights = np.exp(scores) / l
+        else:
+            weights = np.exp(scores - m) / l
+    found = {"running": np.array(running), "rescale": np.array(rescale)}
+    return found if weights is None else {**found, "weights": weights}
+
+
+# --------------------------------------------------------------------------- attention as soft lookup
+
+MINUS_SIGN_FORGOTTEN = Slip(
+    "minus_sign_forgotten",
+    "did you forget the minus sign? The exponent is -|q - k|^2 / (2 sigma^2): the nearer the key, the larger "
+    "its weight.",
+)
+HALF_FORGOTTEN = Slip(
+    "half_forgotten",
+    "did you forget the 1/2? The exponent is -|q - k|^2 / (2 sigma^2), with 2 sigma^2 below the line.",
+)
+SIGMA_NOT_SQUARED = Slip(
+    "sigma_not_squared",
+    "divide by 2 sigma^2 (sigma squared), not by 2 sigma.",
+)
+DISTANCE_NOT_SQUARED = Slip(
+    "distance_not_squared",
+    "the kernel uses the SQUARED distance |q - k|^2, the sum of the squared differences, with no square root.",
+)
+DIFFERENCES_NOT_SQUARED = Slip(
+    "differences_not_squared",
+    "square each coordinate's difference, then add them up: |q - k|^2 = (q_1 - k_1)^2 + (q_2 - k_2)^2.",
+)
+DOT_PRODUCT_WEIGHTS = Slip(
+    "dot_product_weights",
+    "those are the scaled dot-product weights, softmax(q . k / sqrt(d)); the Gaussian kernel scores each key "
+    "by minus its squared distance from the query.",
+)
+PLAIN_MEAN = Slip(
+    "plain_mean",
+    "that is the plain mean of the values, every weight 1/3; the prediction weighs each value by its key's "
+    "kernel weight.",
+)
+NO_SIGMA_SCALE = Slip(
+    "no_sigma_scale",
+    "did you divide by sigma^2? The extended score is (q . k - |k|^2 / 2) / sigma^2.",
+)
+KEY_TERM_SIGN = Slip(
+    "key_term_sign",
+    "the key's extra coordinate is -|k|^2 / 2, with a minus sign: the extended score is "
+    "(q . k - |k|^2 / 2) / sigma^2.",
+)
+EXPONENTS_NOT_EXTENDED = Slip(
+    "exponents_not_extended",
+    "those are the kernel's exponents -|q - k|^2 / (2 sigma^2); the extended score leaves out the query's own "
+    "term -|q|^2 / (2 sigma^2), the same for every key (so the softmax is the same).",
+)
+
+KERNEL_SLIPS = (MINUS_SIGN_FORGOTTEN, HALF_FORGOTTEN, SIGMA_NOT_SQUARED, DISTANCE_NOT_SQUARED,
+                DIFFERENCES_NOT_SQUARED, DOT_PRODUCT_WEIGHTS, NOT_NORMALISED, SOFTMAX_OVER_COLUMNS, PLAIN_MEAN,
+                NO_SIGMA_SCALE, KEY_TERM_SIGN, EXPONENTS_NOT_EXTENDED)
+
+
+def merged(slip_values) -> list[tuple[Slip, np.ndarray | None]]:
+    """``(slip, value)`` pairs with slips that give the same value made into one, whose advice names each
+    (with sigma = 2, leaving out the 1/2 and not squaring sigma both divide by 4)."""
+    groups: list[tuple[list[Slip], np.ndarray | None]] = []
+    for slip, value in slip_values:
+        for slips_, other in groups:
+            if (value is not None and other is not None and np.shape(value) == np.shape(other)
+                    and np.allclose(value, other, rtol=0, atol=1e-9)):
+                slips_.append(slip)
+                break
+        else:
+            groups.append(([slip], value))
+    return [(group[0] if len(group) == 1 else Slip("+".join(s.key for s in group),
+                                                    " Or: ".join(s.advice for s in group)), value)
+            for group, value in groups]
+
+
+@_remembered
+def kernel_steps(Q, K, V, sigma: float, slip: Slip | None = None) -> dict[str, np.ndarray]:
+    """``distances``, ``exponents``, ``weights``, ``prediction`` (``A V``) and ``extended_scores`` of a
+    Gaussian kernel of width ``sigma`` over ``K`` ``(n_k, d)`` for ``Q`` ``(n_q, d)``, with ``slip`` made.
+
+    Without a slip the weights are :func:`qkv.gaussian_kernel_weights`, the distances
+    :func:`qkv.squared_distances`, and the extended scores the scaled dot products of
+    :func:`qkv.gaussian_as_dot_product`'s queries and keys.
+    """
+    Q, K, V = (np.asarray(M, dtype=float) for M in (Q, K, V))
+    sigma = float(sigma)
+    if slip is None:
+        weights = gaussian_kernel_weights(Q, K, sigma)  # (n_q, n_k)
+        distances = squared_distances(Q, K)
+        Q_tilde, K_tilde = gaussian_as_dot_product(Q, K, sigma)  # (n_q, d + 1), (n_k, d + 1)
+        return {"distances": distances, "exponents": -distances / (2 * sigma**2), "weights": weights,
+                "prediction": weights @ V, "extended_scores": Q_tilde @ K_tilde.T / np.sqrt(Q.shape[-1] + 1)}
+    if slip == PLAIN_MEAN:
+        return {"prediction": np.tile(V.mean(axis=0), (len(Q), 1))}
+    differences = Q[:, None, :] - K[None, :, :]  # (n_q, n_k, d)
+    distances = {DISTANCE_NOT_SQUARED: np.sqrt((differences**2).sum(axis=-1)),
+                 DIFFERENCES_NOT_SQUARED: np.abs(differences).sum(axis=-1)}.get(slip, (differences**2).sum(axis=-1))
+    scale = {HALF_FORGOTTEN: sigma**2, SIGMA_NOT_SQUARED: 2 * sigma}.get(slip, 2 * sigma**2)
+    exponents = (distances if slip == MINUS_SIGN_FORGOTTEN else -distances) / scale  # (n_q, n_k)
+    dot, half_square = Q @ K.T, 0.5 * (K**2).sum(axis=-1)  # (n_q, n_k), (n_k,)
+    extended = {NO_SIGMA_SCALE: dot - half_square, KEY_TERM_SIGN: (dot + half_square) / sigma**2,
+                HALF_FORGOTTEN: (dot - 2 * half_square) / sigma**2, EXPONENTS_NOT_EXTENDED: exponents}
+    if slip in (NO_SIGMA_SCALE, KEY_TERM_SIGN, EXPONENTS_NOT_EXTENDED):
+        return {"extended_scores": extended[slip]}
+    with np.errstate(all="ignore"):
+        if slip == DOT_PRODUCT_WEIGHTS:
+            weights = softmax(dot / np.sqrt(Q.shape[-1]), axis=-1)
+        elif slip == NOT_NORMALISED:
+            weights = np.exp(exponents)
+        elif slip == SOFTMAX_OVER_COLUMNS:
+            weights = softmax(exponents, axis=-2)  # (with one query: every weight 1)
+        else:
+            weights = softmax(exponents, axis=-1)
+    steps = {"distances": distances, "exponents": exponents, "weights": weights, "prediction": weights @ V}
+    if slip in extended:
+        steps["extended_scores"] = extended[slip]
+    return steps

@@ -16,7 +16,7 @@ import numpy as np
 from qkv import examples, linear, trace_head
 from qkv.variants import VariantDraw, apart_from_seed
 
-from ..checks import FunctionCheck, ProblemSet, ValueCheck
+from ..checks import ProblemSet, ValueCheck, function_checks
 from ..expectations import expect_weighted_sum
 from ..functions import (
     attention_call,
@@ -61,14 +61,8 @@ def _zhonghe_values(variant: int, weights: np.ndarray) -> np.ndarray:
         "values")
 
 
-def _softmax_check(grade_id: str, calls, description: str, *, hidden: bool = False) -> FunctionCheck:
-    return FunctionCheck(grade_id, "softmax", calls=calls, judge_result=judge_softmax, description=description,
-                         hidden=hidden, explain_raised=explain_softmax_error)
-
-
-def _attention_check(grade_id: str, calls, description: str, *, hidden: bool = False) -> FunctionCheck:
-    return FunctionCheck(grade_id, "scaled_dot_product_attention", calls=calls, judge_result=judge_attention,
-                         description=description, hidden=hidden, explain_raised=explain_attention_error)
+_softmax_check = function_checks("softmax", judge_softmax, explain_softmax_error)
+_attention_check = function_checks("scaled_dot_product_attention", judge_attention, explain_attention_error)
 
 
 def _rows_calls(g, rng) -> list:
