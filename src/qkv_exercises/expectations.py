@@ -14,11 +14,12 @@ import numpy as np
 
 from qkv.attention import linear, scaled_dot_product_attention, softmax
 from qkv.multihead import Head
+from qkv.variants import VariantDraw
 from qkv.vision import patchify, to_patch_grid
 
 from . import slips
 from .checking import HAND_TOLERANCE, Expectation, Labels, describe_input, rows_sum_to_one
-from .checks import Choice
+from .checks import Choice, ChoiceCheck
 
 # --------------------------------------------------------------------------- steps of attention
 
@@ -255,3 +256,25 @@ def choose_option(options: Sequence[str], right_text: str, *, explain_right: str
     return Choice(right=by_text[right_text], choices=letters, explain_right=explain_right,
                   explain_wrong={by_text[text]: advice for text, advice in (explain_wrong or {}).items()},
                   reveal_text=f"The right option is ({by_text[right_text]}): {right_text}")
+
+
+def ordered_options(texts: Sequence[str], right: str, draw_name: str, variant: int) -> tuple[str, ...]:
+    """The options ``texts`` in the variant's order (drawn from ``draw_name``); the right one never at the
+    letter it has in variant 0, where the options keep their order."""
+    texts = tuple(texts)
+    if variant == 0:
+        return texts
+    seed_place = texts.index(right)
+    order = VariantDraw(draw_name, variant).until(
+        lambda d: d.permutation(len(texts)), lambda o: [texts[i] for i in o].index(right) != seed_place, "order")
+    return tuple(texts[i] for i in order)
+
+
+def option_check(grade_id: str, answer: str, options: dict[str, str], right: str, given: str,
+                 description: str) -> ChoiceCheck:
+    """A question answered by an option's letter: ``options`` maps each option to what choosing it
+    means (the ``right`` one to ""); the given ``given`` holds them in the variant's order."""
+    return ChoiceCheck(grade_id, answer,
+                       lambda g: choose_option(g[given], right, explain_right=right,
+                                               explain_wrong={t: a for t, a in options.items() if a}),
+                       description)

@@ -9,13 +9,20 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 
 from ..checks import ProblemSet
 
 
 def names() -> list[str]:
-    """The problem sets that have a module here, in order."""
-    return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+    """The problem sets that have a module here, in order (by number: ps7 before ps10)."""
+    return sorted((m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")), key=by_number)
+
+
+def by_number(name: str) -> tuple[int, str]:
+    """A sort key that puts problem sets in the order of their numbers: ``ps7_masks`` before ``ps10_...``."""
+    match = re.match(r"ps(\d+)", name)
+    return (int(match.group(1)) if match else 0, name)
 
 
 def get_problem_set(name: str) -> ProblemSet:

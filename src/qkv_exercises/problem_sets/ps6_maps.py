@@ -18,11 +18,12 @@ from qkv.variants import VariantDraw, apart_from_seed
 from .. import slips
 from ..checks import Choice, ChoiceCheck, ProblemSet, ValueCheck
 from ..expectations import (
-    choose_option,
     choose_token,
     expect_brightest_patch,
     expect_patch_grid,
     expect_patch_scores,
+    option_check,
+    ordered_options,
     patch_weights,
 )
 
@@ -67,13 +68,7 @@ def givens(variant: int) -> dict:
 
 def _ordered(options: dict, right: str, question: str, variant: int) -> tuple[str, ...]:
     """The options in the variant's order; the right one never at the letter it has in variant 0."""
-    texts = tuple(options)
-    if variant == 0:
-        return texts
-    seed_place = texts.index(right)
-    order = VariantDraw(f"ps6_options/{question}", variant).until(
-        lambda d: d.permutation(len(texts)), lambda o: [texts[i] for i in o].index(right) != seed_place, "order")
-    return tuple(texts[i] for i in order)
+    return ordered_options(tuple(options), right, f"ps6_options/{question}", variant)
 
 
 def _image(variant: int) -> tuple[np.ndarray, int]:
@@ -118,13 +113,6 @@ def _least_attended_head2(g) -> Choice:
                         reveal=f"In head 2, 補償 attends least to {g['tokens'][right]} ({row[right]:.2f}).")
 
 
-def _option_check(grade_id: str, answer: str, options: dict, right: str, given: str, description: str):
-    return ChoiceCheck(grade_id, answer,
-                       lambda g: choose_option(g[given], right, explain_right=right,
-                                               explain_wrong={t: a for t, a in options.items() if a}),
-                       description)
-
-
 PROBLEM_SET = ProblemSet(
     name="ps6_maps",
     title="Problem set 6: reading attention maps",
@@ -134,9 +122,9 @@ PROBLEM_SET = ProblemSet(
                     "attends_most_to_late is the token that attends most to 晚到 in head 1."),
         ChoiceCheck("least_attended_head2", "least_attended_head2", _least_attended_head2,
                     "least_attended_head2 is the token 補償 attends to least in head 2."),
-        _option_check("why_it_attends_most", "why", WHY_OPTIONS, WHY_RIGHT, "why_options",
+        option_check("why_it_attends_most", "why", WHY_OPTIONS, WHY_RIGHT, "why_options",
                       "why is the letter of the reason that token attends most to 晚到."),
-        _option_check("what_a_map_does_not_show", "not_shown", NOT_SHOWN_OPTIONS, NOT_SHOWN_RIGHT,
+        option_check("what_a_map_does_not_show", "not_shown", NOT_SHOWN_OPTIONS, NOT_SHOWN_RIGHT,
                       "not_shown_options", "not_shown is the letter of what an attention map does not show."),
         ValueCheck("patch_scores", "patch_scores",
                    lambda g: expect_patch_scores(g["image"], g["patch_size"], g["query_patch"], name="patch_scores"),
