@@ -13,6 +13,7 @@ never names the right choice.
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -151,6 +152,18 @@ def reference(name: str, *args, **kwargs):
     if name == "merge_heads":
         h, n, d_k = args[0].shape
         return args[0].swapaxes(0, 1).reshape(n, h * d_k)
+    if name == "causal_mask":
+        (n,) = args
+        return np.array([[j <= i for j in range(n)] for i in range(n)])
+    if name == "masked_softmax":
+        scores, mask = args
+        masked = np.where(mask, scores, -np.inf)
+        e = np.exp(masked - masked.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+    if name == "sinusoidal_position_encoding":
+        n, d_model = args
+        return np.array([[math.sin(p / 10000 ** (j / d_model)) if j % 2 == 0 else
+                          math.cos(p / 10000 ** ((j - 1) / d_model)) for j in range(d_model)] for p in range(n)])
     d_k, n, rng = args
     return (rng.standard_normal((n, d_k)) * rng.standard_normal((n, d_k))).sum(axis=1)
 
@@ -206,6 +219,44 @@ def wrong_functions(name: str) -> list[tuple[str, object]]:
         return common + [("reshape only", lambda Z, h: Z.reshape(h, Z.shape[0], Z.shape[1] // h))]
     if name == "merge_heads":
         return common + [("reshape only", lambda Z: Z.reshape(Z.shape[1], Z.shape[0] * Z.shape[2]))]
+    if name == "causal_mask":
+        return common + [("upper triangle", lambda n: reference(name, n).T),
+                         ("inverted", lambda n: ~reference(name, n)),
+                         ("diagonal blocked", lambda n: np.tril(reference(name, n), k=-1)),
+                         ("ones and zeros", lambda n: reference(name, n).astype(float))]
+    if name == "masked_softmax":
+        def zero_not_minus_infinity(scores, mask):
+            return reference("softmax", np.where(mask, scores, 0.0))
+
+        def after_the_softmax(scores, mask):
+            return reference("softmax", scores) * mask
+
+        def multiplied(scores, mask):
+            return reference("softmax", mask * scores + (1 - mask) * -np.inf)
+
+        return common + [("zero, not -inf", zero_not_minus_infinity), ("after the softmax", after_the_softmax),
+                         ("no mask", lambda scores, mask: reference("softmax", scores)),
+                         ("inverted", lambda scores, mask: reference(name, scores, ~np.broadcast_to(mask, scores.shape)
+                                                                     | np.eye(*scores.shape[-2:], dtype=bool))),
+                         ("multiplied by the mask", multiplied)]
+    if name == "sinusoidal_position_encoding":
+        def swapped(n, d_model):
+            PE = reference(name, n, d_model)
+            return np.concatenate([PE[:, 1::2], PE[:, 0::2]], axis=1).reshape(n, 2, -1).swapaxes(1, 2).reshape(n, -1)
+
+        def from_one(n, d_model):
+            return reference(name, n + 1, d_model)[1:]
+
+        def i_not_2i(n, d_model):
+            angles = np.arange(n)[:, None] / 10000 ** (np.arange(d_model // 2)[None, :] / d_model)
+            return np.stack([np.sin(angles), np.cos(angles)], axis=2).reshape(n, d_model)
+
+        def sines_first(n, d_model):
+            PE = reference(name, n, d_model)
+            return np.concatenate([PE[:, 0::2], PE[:, 1::2]], axis=1)
+
+        return common + [("sin and cos swapped", swapped), ("positions from 1", from_one), ("i, not 2i", i_not_2i),
+                         ("sines first", sines_first)]
     return common + [("constant", lambda d_k, n, rng: np.full(n, float(d_k))),
                      ("scaled", lambda d_k, n, rng: reference(name, d_k, n, rng) / np.sqrt(d_k)),
                      ("uniform", lambda d_k, n, rng: (rng.random((n, d_k)) * rng.random((n, d_k))).sum(axis=1)),

@@ -81,6 +81,19 @@ SLIPS = {
         "patch_grid = np.round(patch_weights[query_patch], 2).reshape(3, 2).T  # filled column by column",
         1, "Likely slip: did you fill the grid column by column?",
     ),
+    "ps7_masks": (
+        "answer_weights_late",
+        "row = S1[1].copy()\n"
+        "row[2] = 0.0  # the blocked score of 補償 set to 0, not -inf\n"
+        "A_late = np.exp(row) / np.exp(row).sum()",
+        1, "Likely slip: did you set the blocked scores to 0?",
+    ),
+    "ps8_position": (
+        "answer_position_encoding",
+        "angles_p = position * 10000.0 ** (-np.arange(0, d_model, 2) / d_model)\n"
+        "PE_p = np.ravel(np.column_stack([np.cos(angles_p), np.sin(angles_p)]))  # cosine first",
+        1, "Likely slip: the even dimensions 2i take the sine",
+    ),
 }
 
 STUDENTS = ("solution", "untouched", "slip")
