@@ -20,11 +20,11 @@ from qkv import Head
 from qkv_exercises.answers import decode, encode
 from qkv_exercises.identity import student_variant
 from qkv_exercises.notebook import Session
-from qkv_exercises.problem_sets import by_number, get_problem_set, names
+from qkv_exercises.problem_sets import get_problem_set, names, order
 
 from .exercise_support import COURSE, PROBLEM_SETS, SOURCE, cell_source, nbgrader_meta, read_notebook
 
-NOTEBOOKS = sorted(SOURCE.glob("*/*.ipynb"), key=lambda path: by_number(path.parent.name))
+NOTEBOOKS = sorted(SOURCE.glob("*/*.ipynb"), key=lambda path: order(path.parent.name))
 CELLS = [(path, cell) for path in NOTEBOOKS for cell in read_notebook(path)["cells"]]
 TEST_CELLS = [(p, c) for p, c in CELLS if nbgrader_meta(c).get("grade") and not nbgrader_meta(c).get("solution")]
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS\n(.*)\n### END HIDDEN TESTS", re.S)

@@ -15,14 +15,14 @@ from ..checks import ProblemSet
 
 
 def names() -> list[str]:
-    """The problem sets that have a module here, in order (by number: ps7 before ps10)."""
-    return sorted((m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")), key=by_number)
+    """The problem sets that have a module here, in order."""
+    return sorted((m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")), key=order)
 
 
-def by_number(name: str) -> tuple[int, str]:
-    """A sort key that puts problem sets in the order of their numbers: ``ps7_masks`` before ``ps10_...``."""
+def order(name: str) -> tuple[int, str]:
+    """Sort key of a problem set's name: by its number (``ps7`` before ``ps10``), then by name."""
     match = re.match(r"ps(\d+)", name)
-    return (int(match.group(1)) if match else 0, name)
+    return (int(match[1]) if match else 10**9, name)
 
 
 def get_problem_set(name: str) -> ProblemSet:
