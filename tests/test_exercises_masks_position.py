@@ -23,7 +23,9 @@ from qkv_exercises.functions import (
     judge_causal_mask,
     judge_encoding,
     judge_masked_softmax,
+    judge_padding_mask,
     masked_softmax_call,
+    padding_mask_call,
     padding_mask_of,
 )
 from qkv_exercises.identity import student_variant
@@ -183,6 +185,33 @@ def test_masked_softmax_slips_are_named():
     assert_slip(upper.message, slips.MASK_WRONG_TRIANGLE)
     multiplied = judged(judge_masked_softmax, lambda s, m: softmax_by_hand(m * s + (1 - m) * -np.inf), SOFTMAX_CALLS)
     assert "0 * (-inf) is NaN" in multiplied.message
+
+
+def loop_padding_mask(lengths, n):
+    mask = np.zeros((len(lengths), 1, n), dtype=bool)
+    for b, length in enumerate(lengths):
+        for j in range(length):
+            mask[b, 0, j] = True
+    return mask
+
+
+PADDING_CALLS = [padding_mask_call([3, 2], 3, behaviour="padded"), padding_mask_call([4, 1, 2], 4, behaviour="padded")]
+
+
+def test_a_padding_mask_written_with_loops_passes_and_slips_are_named():
+    assert judged(judge_padding_mask, loop_padding_mask, PADDING_CALLS).passed
+    flat = judged(judge_padding_mask, lambda lengths, n: loop_padding_mask(lengths, n)[:, 0, :], PADDING_CALLS)
+    assert "should have shape (2, 1, 3)" in flat.message
+    assert_slip(flat.message, slips.PADDING_QUERY_AXIS_MISSING)
+    inverted = judged(judge_padding_mask, lambda lengths, n: ~loop_padding_mask(lengths, n), PADDING_CALLS)
+    assert_slip(inverted.message, slips.MASK_INVERTED)
+    one_more = judged(judge_padding_mask, lambda lengths, n: loop_padding_mask([min(v + 1, n) for v in lengths], n),
+                      PADDING_CALLS)
+    assert "padding_mask([3, 2], 3)[1, 0, 2] is True, which is wrong" in one_more.message
+    assert_slip(one_more.message, slips.PADDING_OFF_BY_ONE)
+    square = judged(judge_padding_mask, lambda lengths, n: np.repeat(loop_padding_mask(lengths, n), n, axis=1),
+                    PADDING_CALLS)
+    assert not square.passed and "should have shape (2, 1, 3)" in square.message
 
 
 # ---------------------------------------------------------------- problem set 8, by hand

@@ -155,6 +155,9 @@ def reference(name: str, *args, **kwargs):
     if name == "causal_mask":
         (n,) = args
         return np.array([[j <= i for j in range(n)] for i in range(n)])
+    if name == "padding_mask":
+        lengths, n = args
+        return np.array([[[j < length for j in range(n)]] for length in lengths])
     if name == "masked_softmax":
         scores, mask = args
         masked = np.where(mask, scores, -np.inf)
@@ -224,6 +227,11 @@ def wrong_functions(name: str) -> list[tuple[str, object]]:
                          ("inverted", lambda n: ~reference(name, n)),
                          ("diagonal blocked", lambda n: np.tril(reference(name, n), k=-1)),
                          ("ones and zeros", lambda n: reference(name, n).astype(float))]
+    if name == "padding_mask":
+        return common + [("no query axis", lambda lengths, n: reference(name, lengths, n)[:, 0, :]),
+                         ("inverted", lambda lengths, n: ~reference(name, lengths, n)),
+                         ("one too many", lambda lengths, n: reference(name, np.minimum(lengths + 1, n), n)),
+                         ("ones and zeros", lambda lengths, n: reference(name, lengths, n).astype(float))]
     if name == "masked_softmax":
         def zero_not_minus_infinity(scores, mask):
             return reference("softmax", np.where(mask, scores, 0.0))

@@ -362,6 +362,47 @@ def random_causal_mask_calls(rng: np.random.Generator) -> list[Call]:
     return [causal_mask_call(int(n), behaviour="n tokens") for n in rng.choice(np.arange(2, 13), 3, replace=False)]
 
 
+PADDING_MASK = "padding_mask"
+
+
+def padding_mask_call(lengths, n: int, *, behaviour: str) -> Call:
+    """``padding_mask(lengths, n)``: ``lengths`` whole numbers from 1 to ``n``, one per sentence."""
+    lengths = np.asarray(lengths, dtype=int)
+    return Call(args=(lengths, int(n)), label=f"{PADDING_MASK}({lengths.tolist()}, {int(n)})", behaviour=behaviour)
+
+
+def judge_padding_mask(call: Call, result, reveal: bool) -> Verdict:
+    """Compare with :func:`qkv.padding_mask`; name a missing query axis, an inverted mask, a length off by one."""
+    lengths, n = call.args
+    expected = padding_mask(lengths, n)  # (batch, 1, n)
+    try:
+        shape = np.shape(result)
+    except Exception:  # a ragged list: judge_boolean says what is wrong with it
+        shape = None
+    if shape == (len(lengths), n):
+        return Verdict(False, f"{call.label} has shape {shape_str((len(lengths), n))} but should have shape "
+                              f"{shape_str(expected.shape)}.\nLikely slip: {slips.PADDING_QUERY_AXIS_MISSING.advice}")
+    keys = np.arange(n)  # (n,)
+    off_by_one = (keys[None, :] <= np.asarray(lengths)[:, None])[:, None, :]  # (batch, 1, n): j <= l
+    slip_values = [(slips.MASK_INVERTED, ~expected), (slips.PADDING_OFF_BY_ONE, off_by_one)]
+    return judge_boolean(result, call.label, expected,
+                         [(slip, value) for slip, value in slip_values if not np.array_equal(value, expected)],
+                         reveal=reveal, shape_help=f"one sentence per row ({len(lengths)}), one query axis of size 1, "
+                                                   f"one column per key ({n})",
+                         what=f"a boolean array of shape ({len(lengths)}, 1, {n}), True where key j is a real token")
+
+
+def random_padding_mask_calls(rng: np.random.Generator) -> list[Call]:
+    """Random batches of padded sentences, each with at least one sentence shorter than ``n``."""
+    calls = []
+    for _ in range(3):
+        batch, n = int(rng.integers(2, 6)), int(rng.integers(2, 11))
+        lengths = rng.integers(1, n + 1, size=batch)
+        lengths[rng.integers(0, batch)] = int(rng.integers(1, n))  # some padding
+        calls.append(padding_mask_call(lengths, n, behaviour="padded sentences"))
+    return calls
+
+
 def masked_softmax_call(scores, mask, *, what: str, behaviour: str) -> Call:
     """``masked_softmax(scores, mask)``: ``mask`` boolean, broadcastable to the scores' shape."""
     scores, mask = np.asarray(scores, dtype=float), np.asarray(mask, dtype=bool)

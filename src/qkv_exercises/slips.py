@@ -424,6 +424,15 @@ DIAGONAL_BLOCKED = Slip(
     "diagonal_blocked",
     "a token may attend to itself: the causal mask keeps the diagonal (j <= i), and blocks only later tokens.",
 )
+PADDING_QUERY_AXIS_MISSING = Slip(
+    "padding_query_axis_missing",
+    "a padding mask has shape (batch, 1, n): the middle axis of size 1 stands for the queries, so that the "
+    "mask broadcasts over the scores (batch, n, n) and blocks the same keys for every query.",
+)
+PADDING_OFF_BY_ONE = Slip(
+    "padding_off_by_one",
+    "a sentence of length l holds the real tokens 0 .. l - 1: key j is real when j < l, and [PAD] starts at key l.",
+)
 CROSS_SOURCES_SWAPPED = Slip(
     "cross_sources_swapped",
     "the queries come from the decoder (the English words) and the keys and values from the encoder "

@@ -6,9 +6,10 @@ exponentials and the weights of 晚到's masked row, the whole masked weight mat
 which keys and outputs the mask lets through. Part 2 asks what a padding mask hides and
 where cross-attention takes its queries, keys and values from, then works the 2 x 3
 cross-attention of "late delivery" over 外送 晚到 補償
-(:func:`qkv.examples.delivery_translation_example`). Part 3 checks two functions the
-student writes, ``causal_mask(n)`` and ``masked_softmax(scores, mask)``, on the
-student's own scores and on small inputs that try every behaviour the hidden checks grade.
+(:func:`qkv.examples.delivery_translation_example`). Part 3 checks three functions the
+student writes, ``causal_mask(n)``, ``padding_mask(lengths, n)`` and ``masked_softmax(scores,
+mask)``, on the student's own scores and on small inputs that try every behaviour the hidden
+checks grade.
 """
 
 from __future__ import annotations
@@ -22,11 +23,14 @@ from ..functions import (
     explain_masked_softmax_error,
     judge_causal_mask,
     judge_masked_softmax,
+    judge_padding_mask,
     masked_softmax_call,
+    padding_mask_call,
     padding_mask_of,
     random_causal_mask_calls,
     random_halves,
     random_masked_softmax_calls,
+    random_padding_mask_calls,
 )
 
 LATE = 1  # 晚到's index among the tokens
@@ -107,6 +111,11 @@ def _causal_mask_check(grade_id: str, calls, description: str, *, hidden: bool =
                          description=description, hidden=hidden)
 
 
+def _padding_mask_check(grade_id: str, calls, description: str, *, hidden: bool = False) -> FunctionCheck:
+    return FunctionCheck(grade_id, "padding_mask", calls=calls, judge_result=judge_padding_mask,
+                         description=description, hidden=hidden)
+
+
 def _masked_softmax_check(grade_id: str, calls, description: str, *, hidden: bool = False) -> FunctionCheck:
     return FunctionCheck(grade_id, "masked_softmax", calls=calls, judge_result=judge_masked_softmax,
                          description=description, hidden=hidden, explain_raised=explain_masked_softmax_error)
@@ -168,6 +177,13 @@ PROBLEM_SET = ProblemSet(
         _causal_mask_check("causal_mask_random",
                            lambda g, rng: random_causal_mask_calls(rng) + [causal_mask_call(1, behaviour="one token")],
                            "causal_mask(n) is qkv.causal_mask(n) for other n.", hidden=True),
+        _padding_mask_check("padding_mask_small",
+                            lambda g, rng: [padding_mask_call([3, 2], 3, behaviour="padded sentences"),
+                                            padding_mask_call([4, 1, 2], 4, behaviour="padded sentences")],
+                            "padding_mask([3, 2], 3) (外送 晚到 補償 and 晚到 補償 [PAD]) and padding_mask([4, 1, 2], 4) "
+                            "are qkv.padding_mask: (batch, 1, n), True for the real tokens."),
+        _padding_mask_check("padding_mask_random", lambda g, rng: random_padding_mask_calls(rng),
+                            "padding_mask is qkv.padding_mask for other lengths and n.", hidden=True),
         _masked_softmax_check("masked_softmax_causal", _causal_calls,
                               "masked_softmax under a causal mask (your S1, and a 4 x 4) matches qkv, to 1e-6."),
         _masked_softmax_check("masked_softmax_padding", _padding_calls,
