@@ -157,13 +157,13 @@ PROBLEM_SET = ProblemSet(
         _masked("A", "weights_causal", "A1_causal",
                 "A1_causal is head 1's weight matrix under the causal mask, each entry within 0.01.", row=None),
         option_check("keys_of_late", "keys_of_late", KEYS_OPTIONS, KEYS_RIGHT, "keys_options",
-                      "keys_of_late is the letter of the keys 晚到 may attend to under the causal mask."),
+                     "keys_of_late is the letter of the keys 晚到 may attend to under the causal mask."),
         option_check("later_token_changes", "later_token", LATER_OPTIONS, LATER_RIGHT, "later_options",
-                      "later_token is the letter of the outputs a change of 補償 can reach under the causal mask."),
+                     "later_token is the letter of the outputs a change of 補償 can reach under the causal mask."),
         option_check("what_padding_hides", "padding_hides", PADDING_OPTIONS, PADDING_RIGHT, "padding_options",
-                      "padding_hides is the letter of what a padding mask does."),
+                     "padding_hides is the letter of what a padding mask does."),
         option_check("cross_attention_sources", "cross_sources", CROSS_OPTIONS, CROSS_RIGHT, "cross_options",
-                      "cross_sources is the letter of where cross-attention's Q, K and V come from."),
+                     "cross_sources is the letter of where cross-attention's Q, K and V come from."),
         _cross("S", "cross_scores", "S_cross", "S_cross is Q K^T / sqrt(d_k) of late and delivery over 外送 晚到 補償 "
                                               "(2 x 3), each entry within 0.01."),
         _cross("A", "cross_weights", "A_cross", "A_cross is the row-wise softmax of S_cross (2 x 3), each entry "
