@@ -166,6 +166,21 @@ def reference(name: str, *args, **kwargs):
         Q, K, sigma = args
         exponents = np.array([[-sum((a - b) ** 2 for a, b in zip(q, k)) / (2 * sigma**2) for k in K] for q in Q])
         return reference("softmax", exponents)
+    if name == "causal_mask":
+        (n,) = args
+        return np.array([[j <= i for j in range(n)] for i in range(n)])
+    if name == "padding_mask":
+        lengths, n = args
+        return np.array([[[j < length for j in range(n)]] for length in lengths])
+    if name == "masked_softmax":
+        scores, mask = args
+        masked = np.where(mask, scores, -np.inf)
+        e = np.exp(masked - masked.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+    if name == "sinusoidal_position_encoding":
+        n, d_model = args
+        return np.array([[math.sin(p / 10000 ** (j / d_model)) if j % 2 == 0 else
+                          math.cos(p / 10000 ** ((j - 1) / d_model)) for j in range(d_model)] for p in range(n)])
     d_k, n, rng = args
     return (rng.standard_normal((n, d_k)) * rng.standard_normal((n, d_k))).sum(axis=1)
 
@@ -265,6 +280,49 @@ def wrong_functions(name: str) -> list[tuple[str, object]]:
                          ("distance not squared", kernel(lambda s: 2 * s**2, squared=False)),
                          ("over the queries", kernel(lambda s: 2 * s**2, axis=0)),
                          ("max not subtracted", kernel(lambda s: 2 * s**2, subtract_max=False))]
+    if name == "causal_mask":
+        return common + [("upper triangle", lambda n: reference(name, n).T),
+                         ("inverted", lambda n: ~reference(name, n)),
+                         ("diagonal blocked", lambda n: np.tril(reference(name, n), k=-1)),
+                         ("ones and zeros", lambda n: reference(name, n).astype(float))]
+    if name == "padding_mask":
+        return common + [("no query axis", lambda lengths, n: reference(name, lengths, n)[:, 0, :]),
+                         ("inverted", lambda lengths, n: ~reference(name, lengths, n)),
+                         ("one too many", lambda lengths, n: reference(name, np.minimum(lengths + 1, n), n)),
+                         ("ones and zeros", lambda lengths, n: reference(name, lengths, n).astype(float))]
+    if name == "masked_softmax":
+        def zero_not_minus_infinity(scores, mask):
+            return reference("softmax", np.where(mask, scores, 0.0))
+
+        def after_the_softmax(scores, mask):
+            return reference("softmax", scores) * mask
+
+        def multiplied(scores, mask):
+            return reference("softmax", mask * scores + (1 - mask) * -np.inf)
+
+        return common + [("zero, not -inf", zero_not_minus_infinity), ("after the softmax", after_the_softmax),
+                         ("no mask", lambda scores, mask: reference("softmax", scores)),
+                         ("inverted", lambda scores, mask: reference(name, scores, ~np.broadcast_to(mask, scores.shape)
+                                                                     | np.eye(*scores.shape[-2:], dtype=bool))),
+                         ("multiplied by the mask", multiplied)]
+    if name == "sinusoidal_position_encoding":
+        def swapped(n, d_model):
+            PE = reference(name, n, d_model)
+            return np.concatenate([PE[:, 1::2], PE[:, 0::2]], axis=1).reshape(n, 2, -1).swapaxes(1, 2).reshape(n, -1)
+
+        def from_one(n, d_model):
+            return reference(name, n + 1, d_model)[1:]
+
+        def i_not_2i(n, d_model):
+            angles = np.arange(n)[:, None] / 10000 ** (np.arange(d_model // 2)[None, :] / d_model)
+            return np.stack([np.sin(angles), np.cos(angles)], axis=2).reshape(n, d_model)
+
+        def sines_first(n, d_model):
+            PE = reference(name, n, d_model)
+            return np.concatenate([PE[:, 0::2], PE[:, 1::2]], axis=1)
+
+        return common + [("sin and cos swapped", swapped), ("positions from 1", from_one), ("i, not 2i", i_not_2i),
+                         ("sines first", sines_first)]
     return common + [("constant", lambda d_k, n, rng: np.full(n, float(d_k))),
                      ("scaled", lambda d_k, n, rng: reference(name, d_k, n, rng) / np.sqrt(d_k)),
                      ("uniform", lambda d_k, n, rng: (rng.random((n, d_k)) * rng.random((n, d_k))).sum(axis=1)),

@@ -87,6 +87,18 @@ SLIPS = {
         "answer_exponents",
         "exponents = ((K - q) ** 2).sum(axis=1) / (2 * sigma**2)  # the minus sign left out",
         1, "Likely slip: did you forget the minus sign?",
+    "ps7_masks": (
+        "answer_weights_late",
+        "row = S1[1].copy()\n"
+        "row[2] = 0.0  # the blocked score of 補償 set to 0, not -inf\n"
+        "A_late = np.exp(row) / np.exp(row).sum()",
+        1, "Likely slip: did you set the blocked scores to 0?",
+    ),
+    "ps8_position": (
+        "answer_position_encoding",
+        "angles_p = position * 10000.0 ** (-np.arange(0, d_model, 2) / d_model)\n"
+        "PE_p = np.ravel(np.column_stack([np.cos(angles_p), np.sin(angles_p)]))  # cosine first",
+        1, "Likely slip: the even dimensions 2i take the sine",
     ),
     "ps2_scaled_dot_product": (
         "answer_weights_head1",

@@ -22,6 +22,9 @@ their docstrings say so:
 - :func:`delivery_translation_example`: English words whose queries read 外送 晚到 補償.
 - :func:`zhonghe_vectors_example`: token vectors and one head for 中和 有 一個 永和路.
 - :func:`delivery_encoder_layer`: seed 000's heads inside a whole encoder block.
+- :func:`causal_delivery_example`: head 1 of seed 000's example under a causal mask (variants).
+- :func:`zhonghe_reordered_example`: 中和 有 一個 永和路 and a reordering of its tokens (variants).
+- :func:`position_encoding_example`: a width, a position and a pair of positions to encode (variants).
 """
 
 from __future__ import annotations
@@ -224,7 +227,7 @@ class CrossAttentionExample:
     head: Head
 
 
-def delivery_translation_example() -> CrossAttentionExample:
+def delivery_translation_example(variant: int = 0) -> CrossAttentionExample:
     """The course's own cross-attention: the English words "late delivery compensation" (a
     decoder's tokens) attend over seed 000's "外送 晚到 補償" (the encoder's tokens).
 
@@ -232,7 +235,17 @@ def delivery_translation_example() -> CrossAttentionExample:
     rows are made to point at the word's Chinese counterpart (late -> 晚到, delivery -> 外送,
     compensation -> 補償), as a trained translation model's would. ``W_K = W_V = I``: the keys
     and values are the Chinese token vectors themselves. ``d_k = 4``, so ``sqrt(d_k) = 2``.
+
+    Other variants keep that form: Chinese token vectors of 0s and 1s (three different ones,
+    none zero), rows of ``W_Q`` of whole numbers from -2 to 2 (so the scaled scores come out
+    in halves), each word's query pointing at its counterpart (a positive score) and attending
+    most to it by 0.05 or more in its weights,
+    no weight of "late" or "delivery" below 0.03 or above 0.85 (none of "compensation" below
+    0.02 or above 0.9), and the scores, weights and output of "late delivery" (2 x 3) differ
+    from the seed's.
     """
+    if variant != 0:
+        return _translation_variant(variant)
     chinese = delivery_example()
     X_q = np.array([
         [1, 0, 0, 0],  # late
@@ -259,7 +272,7 @@ class SelfAttentionExample:
     head: Head
 
 
-def zhonghe_vectors_example() -> SelfAttentionExample:
+def zhonghe_vectors_example(variant: int = 0) -> SelfAttentionExample:
     """The course's own vectors for seed 001's tokens 中和 / 有 / 一個 / 永和路 (the seed gives
     an attention matrix but no vectors), and one head that reads them.
 
@@ -268,7 +281,13 @@ def zhonghe_vectors_example() -> SelfAttentionExample:
     place" half as much, so the two place names attend mostly to themselves and to each
     other, 有 and 一個 mostly to themselves, as in seed 001's matrix. ``W_V = I``.
     ``d_k = 4``, so ``sqrt(d_k) = 2``.
+
+    Other variants keep the vectors and ``W_V = I`` and weigh the coordinates differently:
+    ``W_Q = W_K = diag(w)`` with whole numbers ``w`` from 1 to 3, chosen so that the story
+    holds (by 0.05 or more in the weights) and no weight is below 0.02 or above 0.9.
     """
+    if variant != 0:
+        return _zhonghe_vectors_variant(variant)
     X = np.array([
         [1, 0, 0, 1],  # 中和
         [0, 1, 0, 0],  # 有
@@ -752,3 +771,251 @@ def _kernel_lookup_variant(variant: int) -> KernelLookupExample:
                 and all(apart_from_seed(steps[name], seed_steps[name]) for name in seed_steps))
 
     return draw.until(draw_once, workable, "kernel lookup")
+# ------------------------------------------------------------------ masks and position (problem sets 7 and 8)
+#
+# Variants for the chapters "Masks and cross-attention" and "Order and position": the causal mask
+# on head 1 of 外送 晚到 補償, the translation "late delivery compensation" over 外送 晚到 補償,
+# 中和 有 一個 永和路 and a reordering of it, and the sinusoidal encoding of one position.
+
+LATE = 1  # 晚到's index among 外送 晚到 補償
+
+
+def causal_delivery_example(variant: int = 0) -> SelfAttentionExample:
+    """Head 1 of seed 000's delivery example, read left to right under a causal mask.
+
+    Under :func:`qkv.causal_mask` 外送 attends only to itself, 晚到 to 外送 and itself, 補償
+    to all three. Variant 0 is seed 000's tokens and head 1, whose masked row of 晚到 the
+    masks chapter works by hand. Other variants are drawn like :func:`delivery_example`'s
+    (the same form, and head 1's story: 補償 attends most to 晚到), and make that row
+    workable: 晚到's two allowed scaled scores lie between -2 and 2 and differ by 0.5 to 2, so
+    its two weights lie between 0.11 and 0.89; the row's exponentials and weights and the whole masked weight
+    matrix differ from the seed's.
+    """
+    if variant != 0:
+        return VariantDraw("causal_delivery", variant).until(
+            _causal_candidate,
+            lambda ex: ex is not None and _all_differ(_causal_steps(ex), _seed_causal_steps()),
+            "causal delivery example")
+    seed = delivery_example()
+    return SelfAttentionExample(tokens=seed.tokens, X=seed.X, head=seed.heads[0])
+
+
+def _causal_steps(ex: SelfAttentionExample) -> list[np.ndarray]:
+    """What a student writes down, in plain numpy: the exponentials and the weights of 晚到's
+    masked row, and the whole masked weight matrix."""
+    head = ex.head
+    Q, K = ex.X @ head.W_Q + head.b_Q, ex.X @ head.W_K + head.b_K
+    S = Q @ K.T / np.sqrt(Q.shape[1])  # (n, n)
+    allowed = np.tril(np.ones(S.shape, dtype=bool))  # j <= i
+    exponentials = np.where(allowed, np.exp(S), 0.0)  # e^(-inf) = 0 for the blocked keys
+    weights = exponentials / exponentials.sum(axis=1, keepdims=True)
+    return [exponentials[LATE], weights[LATE], weights]
+
+
+@functools.cache
+def _seed_causal_steps() -> tuple[np.ndarray, ...]:
+    return tuple(_causal_steps(causal_delivery_example()))
+
+
+def _causal_candidate(draw: VariantDraw) -> SelfAttentionExample | None:
+    X_all, column_pairs = _workable_tokens()
+    pick = draw.integer(0, len(X_all) - 1)
+    X, columns = X_all[pick].copy(), column_pairs[pick]
+    q = X[:, list(columns)].sum(axis=1)  # each token's query length squared
+    workable = _workable_keys(X, q, 0)  # head 1's story
+    k, c = _key_choices()
+    m = X @ k[workable].T + c[workable]  # (3, W): each token's key step m_j, for every workable choice
+    allowed = q[LATE] * m[:2] * 0.5  # (2, W): 晚到's scaled scores for 外送 and itself, in halves
+    difference = np.abs(allowed[1] - allowed[0])
+    workable = workable[(difference >= 0.5) & (difference <= 2) & (np.abs(allowed).max(axis=0) <= 2)]
+    if not len(workable):
+        return None
+    choice = workable[draw.integer(0, len(workable) - 1)]
+    head = Head(W_Q=_pick_columns(columns),
+                W_K=np.round(np.outer(k[choice], np.ones(2)) * ROOT_HALF, 6),  # (4, 2), multiples of 0.707107
+                W_V=_pick_columns(draw.choice(_COLUMN_PAIRS)),
+                b_Q=np.zeros(2), b_K=np.round(np.full(2, c[choice]) * ROOT_HALF, 6), b_V=np.zeros(2))
+    return SelfAttentionExample(tokens=("外送", "晚到", "補償"), X=X, head=head)
+
+
+# ------------------------------------------------------------------ translation: late delivery compensation
+
+_COUNTERPARTS = (LATE, 0, 2)  # late -> 晚到, delivery -> 外送, compensation -> 補償
+
+
+@functools.cache
+def _translation_tables() -> tuple[np.ndarray, np.ndarray]:
+    """Every Chinese side ``X_kv`` (3 x 4, 0s and 1s, three different non-zero rows) and every query
+    row (4 whole numbers from -2 to 2, not all zero), in a fixed order."""
+    bits = (np.arange(2**12)[:, None] >> np.arange(11, -1, -1)[None, :]) & 1  # (4096, 12)
+    X_all = bits.reshape(-1, 3, 4).astype(float)
+    rows = X_all @ (2.0 ** np.arange(4))  # (4096, 3): each row as a whole number
+    usable = (rows > 0).all(axis=1) & (rows[:, 0] != rows[:, 1]) & (rows[:, 0] != rows[:, 2]) & (
+        rows[:, 1] != rows[:, 2])
+    queries = np.array(list(itertools.product(range(-2, 3), repeat=4)), dtype=float)  # (625, 4)
+    return X_all[usable], queries[np.any(queries != 0, axis=1)]
+
+
+def _translation_steps(ex: CrossAttentionExample) -> list[np.ndarray]:
+    """The scaled scores, weights and output of "late delivery" (the first two words), in plain numpy."""
+    Q = ex.X_q[:2] @ ex.head.W_Q  # (2, d_k)
+    K, V = ex.X_kv @ ex.head.W_K, ex.X_kv @ ex.head.W_V  # (3, d_k), (3, d_v)
+    S = Q @ K.T / np.sqrt(Q.shape[1])
+    A = softmax(S, axis=-1)
+    return [S, A, A @ V]
+
+
+@functools.cache
+def _seed_translation_steps() -> tuple[np.ndarray, ...]:
+    return tuple(_translation_steps(delivery_translation_example()))
+
+
+def _translation_candidate(draw: VariantDraw) -> CrossAttentionExample | None:
+    X_all, queries = _translation_tables()
+    X_kv = X_all[draw.integer(0, len(X_all) - 1)]
+    weights = softmax(queries @ X_kv.T / 2, axis=-1)  # (625, 3): each query row's weights, sqrt(d_k) = 2
+    clear = _margins(weights) >= 0.05
+    moderate = (weights.min(axis=1) >= 0.03) & (weights.max(axis=1) <= 0.85)
+    loose = (weights.min(axis=1) >= 0.02) & (weights.max(axis=1) <= 0.9)
+    W_Q = np.zeros((4, 4))  # (d_model, d_k); the fourth row stays 0: no English word uses it
+    pointing = queries @ X_kv.T > 0  # (625, 3): the query points towards that token (a positive score)
+    for word, counterpart in enumerate(_COUNTERPARTS):
+        ok = (clear & (np.argmax(weights, axis=1) == counterpart) & pointing[:, counterpart]
+              & (moderate if word < 2 else loose))
+        if not ok.any():
+            return None
+        W_Q[word] = queries[np.flatnonzero(ok)[draw.integer(0, int(ok.sum()) - 1)]]
+    seed = delivery_translation_example()
+    return CrossAttentionExample(query_tokens=seed.query_tokens, X_q=seed.X_q, key_tokens=seed.key_tokens,
+                                 X_kv=X_kv.copy(), head=Head(W_Q=W_Q, W_K=np.eye(4), W_V=np.eye(4)))
+
+
+def _translation_variant(variant: int) -> CrossAttentionExample:
+    return VariantDraw("delivery_translation", variant).until(
+        _translation_candidate,
+        lambda ex: ex is not None and _all_differ(_translation_steps(ex), _seed_translation_steps()),
+        "translation example")
+
+
+# ------------------------------------------------------------------ 中和 有 一個 永和路, reordered
+
+
+@functools.cache
+def _workable_zhonghe_weights() -> tuple[tuple[float, ...], ...]:
+    """Every diagonal ``w`` (whole numbers 1 to 3) of ``W_Q = W_K`` that tells seed 001's story, in a fixed order.
+
+    The place names attend most to themselves, then to each other; 有 and 一個 most to
+    themselves (each by 0.05 or more); no weight is below 0.02 or above 0.9.
+    """
+    X = zhonghe_vectors_example().X
+    places, fillers = (0, 3), (1, 2)
+    found = []
+    for w in itertools.product((1.0, 2.0, 3.0), repeat=4):
+        Z = X * np.array(w)  # X diag(w): the queries, and the keys
+        weights = softmax(Z @ Z.T / 2, axis=-1)  # (4, 4), sqrt(d_k) = 2
+        ordered = np.argsort(-weights, axis=1)
+        story = (all(ordered[i, 0] == i and ordered[i, 1] == places[1 - places.index(i)] for i in places)
+                 and all(ordered[i, 0] == i for i in fillers))
+        if (story and (_margins(weights) >= 0.05).all() and weights.min() >= 0.02 and weights.max() <= 0.9
+                and w != (2.0, 2.0, 2.0, 1.0)):
+            found.append(w)
+    return tuple(found)
+
+
+def _zhonghe_vectors_variant(variant: int) -> SelfAttentionExample:
+    seed = zhonghe_vectors_example()
+    w = VariantDraw("zhonghe_vectors", variant).choice(_workable_zhonghe_weights())
+    W_QK = np.diag(w)  # (d_model, d_k) = (4, 4)
+    return SelfAttentionExample(tokens=seed.tokens, X=seed.X, head=Head(W_Q=W_QK, W_K=W_QK.copy(), W_V=np.eye(4)))
+
+
+@dataclass(frozen=True)
+class ReorderedExample:
+    """A self-attention example and a reordering of its tokens: the reordered sentence has
+    ``example.tokens[order[i]]`` at place ``i`` (``P = I[order]``, so its tokens are ``P X``)."""
+
+    example: SelfAttentionExample
+    order: np.ndarray
+
+
+SEED_ORDER = (3, 1, 2, 0)  # the position chapter swaps the two place names
+
+
+def zhonghe_reordered_example(variant: int = 0) -> ReorderedExample:
+    """中和 有 一個 永和路 (:func:`zhonghe_vectors_example`) and a reordering of its tokens.
+
+    Variant 0 is the position chapter's: the vectors of :func:`zhonghe_vectors_example` and
+    the two place names swapped, ``order = (3, 1, 2, 0)``. Other variants take the vectors of
+    the same variant of :func:`zhonghe_vectors_example` and another reordering than the seed's,
+    chosen so that the reordered outputs ``P O`` differ from the seed's and from the outputs
+    before reordering.
+    """
+    example = zhonghe_vectors_example(variant)
+    if variant == 0:
+        return ReorderedExample(example=example, order=np.array(SEED_ORDER))
+    orders = _workable_orders(tuple(np.diag(example.head.W_Q)))
+    return ReorderedExample(example=example, order=np.array(VariantDraw("zhonghe_order", variant).choice(orders)))
+
+
+@functools.cache
+def _workable_orders(w: tuple[float, ...]) -> tuple[tuple[int, ...], ...]:
+    """The reorderings of 中和 有 一個 永和路, weighed by ``W_Q = W_K = diag(w)``, other than the seed's,
+    whose ``P O`` differs from the seed's and from ``O``, in a fixed order."""
+    W_QK = np.diag(w)
+    O = _self_attention_output(zhonghe_vectors_example().X, Head(W_Q=W_QK, W_K=W_QK, W_V=np.eye(4)))
+    seed_O = _self_attention_output(zhonghe_vectors_example().X, zhonghe_vectors_example().head)[list(SEED_ORDER)]
+    return tuple(order for order in itertools.permutations(range(4)) if order != SEED_ORDER
+                 and apart_from_seed(O[list(order)], seed_O) and apart_from_seed(O[list(order)], O))
+
+
+def _self_attention_output(X: np.ndarray, head: Head) -> np.ndarray:
+    """The output of one head on ``X`` (no biases), in plain numpy."""
+    Q, K, V = X @ head.W_Q, X @ head.W_K, X @ head.W_V
+    return softmax(Q @ K.T / np.sqrt(Q.shape[1]), axis=-1) @ V
+
+
+# ------------------------------------------------------------------ the sinusoidal encoding of one position
+
+
+@dataclass(frozen=True)
+class PositionEncodingExample:
+    """A width ``d_model``, one ``position`` whose encoding is worked by hand, and a ``pair`` of
+    positions ``(p, q)`` whose encodings' dot product is worked from their offset ``q - p``."""
+
+    d_model: int
+    position: int
+    pair: tuple[int, int]
+
+
+def position_encoding_example(variant: int = 0) -> PositionEncodingExample:
+    """The position chapter's by-hand encoding: position 1 with ``d_model = 4``, and positions 0 and 3.
+
+    Other variants keep a width whose frequencies ``10000^(-2i/d_model)`` are powers of 10
+    (``d_model`` 4: 1 and 0.01; 8: 1, 0.1, 0.01 and 0.001), so that every angle ``p w_i`` is
+    worked with a pencil and only its sine and cosine need a calculator. The position is
+    2 to 9; the pair is ``(p, p + k)`` with p from 0 to 9 and offset k from 1 to 6. The angles,
+    the encoding and the dot product differ from the seed's.
+    """
+    if variant != 0:
+        return VariantDraw("position_encoding", variant).choice(_workable_positions())
+    return PositionEncodingExample(d_model=4, position=1, pair=(0, 3))
+
+
+def _position_steps(ex: PositionEncodingExample) -> list[np.ndarray]:
+    """The angles and the encoding of the position, and the dot product of the pair's encodings, in plain numpy."""
+    omega = 10000.0 ** (-np.arange(0, ex.d_model, 2) / ex.d_model)  # (d_model/2,)
+    angles = ex.position * omega
+    encoding = np.ravel(np.column_stack([np.sin(angles), np.cos(angles)]))  # sin, cos, sin, cos, ...
+    p, q = ex.pair
+    return [angles, encoding, np.array(np.cos((q - p) * omega).sum())]
+
+
+@functools.cache
+def _workable_positions() -> tuple[PositionEncodingExample, ...]:
+    seed_steps = _position_steps(position_encoding_example())
+    found = []
+    for d_model, position, p, k in itertools.product((4, 8), range(2, 10), range(10), range(1, 7)):
+        ex = PositionEncodingExample(d_model=d_model, position=position, pair=(p, p + k))
+        if _all_differ(_position_steps(ex), seed_steps):
+            found.append(ex)
+    return tuple(found)

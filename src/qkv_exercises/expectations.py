@@ -12,9 +12,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from qkv.attention import linear, scaled_dot_product_attention, softmax
+from qkv.attention import cross_attention, linear, scaled_dot_product_attention, softmax
 from qkv.examples import BYTES_PER_NUMBER
 from qkv.multihead import Head
+from qkv.position import position_angles, sinusoidal_position_encoding
 from qkv.variants import VariantDraw
 from qkv.vision import patchify, to_patch_grid
 
@@ -395,3 +396,109 @@ def expect_kernel_step(step: str, q, K, V, sigma: float, *, name: str, keys=None
                                                                              f"({len(expected)})",
         labels=(keys,) if per_key and keys is not None else None, slip_values=slips.merged(slip_values),
         hints=[rows_sum_to_one(name)] if step == "weights" else (), what="your answer, a list of numbers")
+# --------------------------------------------------------------------------- masks and cross-attention (problem set 7)
+
+_MASKED_FORMULAS = {"E": "e^S, with e^(-inf) = 0 for the blocked keys", "A": "softmax of the masked scores, by rows"}
+
+
+def expect_masked_step(step: str, scores, mask, *, name: str, queries=None, keys=None,
+                       row: int | None = None) -> Expectation:
+    """``"E"`` (the exponentials of the masked scores) or ``"A"`` (the weights) of ``scores``
+    ``(n_q, n_k)`` under the boolean ``mask`` (True = may attend); with ``row``, that query's row only.
+
+    The expected weights are :func:`qkv.softmax` of the scores with the blocked ones at
+    -inf; the slips of :data:`qkv_exercises.slips.MASK_SLIPS` are the candidates.
+    """
+    if step not in _MASKED_FORMULAS:
+        raise ValueError(f"unknown step {step!r}; the steps are {', '.join(_MASKED_FORMULAS)}")
+    pick = (lambda M: M) if row is None else (lambda M: M[row])
+    expected = pick(slips.masked_softmax_steps(scores, mask)[step])
+    slip_values = []
+    for slip in slips.MASK_SLIPS:
+        value = slips.masked_softmax_steps(scores, mask, slip).get(step)
+        slip_values.append((slip, None if value is None else pick(value)))
+    if row is None:
+        shape_help = f"one row per query ({expected.shape[0]}), one column per key ({expected.shape[1]})"
+        labels, what = (queries, keys), "your answer, a list of rows of numbers"
+    else:
+        shape_help, labels, what = f"one entry per key ({expected.shape[0]})", (keys,), "your answer, a list of numbers"
+    return Expectation(expected, HAND_TOLERANCE, formula=_MASKED_FORMULAS[step], shape_help=shape_help, labels=labels,
+                       slip_values=slip_values, hints=[rows_sum_to_one(name)] if step == "A" else (), what=what,
+                       nonfinite_hint="Write every entry as a number: e^(-inf) is 0.")
+
+
+def expect_cross_step(step: str, X_q, X_kv, head, *, name: str, queries=None, keys=None) -> Expectation:
+    """One step (``"S"``, ``"A"``, ``"O"``, ...) of cross-attention: queries from ``X_q``, keys and values from
+    ``X_kv``; expected: :func:`qkv.cross_attention` (and its scores)."""
+    head = head if isinstance(head, Head) else Head(*head)
+    steps = slips.cross_attention_steps(X_q, X_kv, head)
+    output, weights = cross_attention(X_q, X_kv, *head)
+    steps = {**steps, "A": weights, "O": output}
+    slip_steps = [(slip, slips.cross_attention_steps(X_q, X_kv, head, slip))
+                  for slip in (slips.CROSS_SOURCES_SWAPPED, slips.DECODER_KEYS, *slips.ATTENTION_SLIPS)]
+    return _step_expectation(step, name, steps, slip_steps, queries, keys)
+
+
+# --------------------------------------------------------------------------- order and position (problem set 8)
+
+
+def expect_reordered(values, order, *, name: str, tokens=None) -> Expectation:
+    """The outputs ``P O`` of a sentence after its tokens are reordered (token ``order[i]`` at place ``i``);
+    ``tokens``: the reordered tokens. With ``values`` the identity, the permutation matrix ``P`` itself."""
+    values = np.asarray(values, dtype=float)
+    expected = slips.reordered(values, order)
+    rows, cols = expected.shape
+    is_P = np.array_equal(values, np.eye(rows))
+    return Expectation(
+        expected, HAND_TOLERANCE, formula="P = I[order]" if is_P else "P O",
+        shape_help=(f"one row per place of the reordered sentence ({rows}), one column per token of the first "
+                    f"({cols})" if is_P else f"one row per token ({rows}), one column per value dimension ({cols})"),
+        labels=(tokens, None),
+        slip_values=[(slip, slips.reordered(values, order, slip))
+                     for slip in (slips.NOT_REORDERED, slips.REORDERED_BY_INVERSE)],
+        what="your answer, a list of rows of numbers")
+
+
+_ENCODING_SLIPS = (slips.SIN_COS_SWAPPED, slips.SINES_THEN_COSINES, slips.EXPONENT_I_NOT_2I, slips.EXPONENT_SIGN,
+                   slips.DEGREES_NOT_RADIANS)
+
+
+def expect_position_angles(position: int, d_model: int) -> Expectation:
+    """The angles ``p w_i`` of position ``position``, ``i = 0 .. d_model/2 - 1``: :func:`qkv.position_angles`."""
+    expected = position_angles([position], d_model)[0]  # (d_model/2,)
+    i = np.arange(d_model // 2)
+    return Expectation(
+        expected, HAND_TOLERANCE, formula=f"p w_i = {position} x 10000^(-2i/{d_model})",
+        shape_help=f"one angle per pair of dimensions (d_model / 2 = {d_model // 2})",
+        labels=([f"i = {k}" for k in i],),
+        slip_values=[(slips.EXPONENT_I_NOT_2I, position * 10000.0 ** (-i / d_model)),
+                     (slips.EXPONENT_SIGN, position * 10000.0 ** (2 * i / d_model))],
+        what=f"your answer, a list of {d_model // 2} angles")
+
+
+def expect_position_encoding(position: int, d_model: int) -> Expectation:
+    """The sinusoidal encoding of position ``position``: that row of :func:`qkv.sinusoidal_position_encoding`."""
+    expected = sinusoidal_position_encoding(position + 1, d_model)[position]  # (d_model,)
+    return Expectation(
+        expected, HAND_TOLERANCE, formula=f"PE_{position} = [sin(p w_0), cos(p w_0), sin(p w_1), ...]",
+        shape_help=f"one entry per dimension (d_model = {d_model})",
+        labels=([f"dimension {j}" for j in range(d_model)],),
+        slip_values=[(slip, slips.encoding_with_slip([position], d_model, slip)[0]) for slip in _ENCODING_SLIPS],
+        what=f"your answer, a list of {d_model} numbers")
+
+
+def expect_offset_dot_product(pair: tuple[int, int], d_model: int) -> Expectation:
+    """``PE_p . PE_q`` for ``pair = (p, q)``: the dot product of two rows of
+    :func:`qkv.sinusoidal_position_encoding`."""
+    p, q = pair
+    table = sinusoidal_position_encoding(max(p, q) + 1, d_model)
+    expected = np.array(table[p] @ table[q])
+    offsets = (q - p) * 10000.0 ** (-np.arange(0, d_model, 2) / d_model)  # (q - p) w_i
+    return Expectation(
+        expected, HAND_TOLERANCE, formula=f"PE_{p} . PE_{q} = sum_i cos(({q} - {p}) w_i)",
+        slip_values=[(slips.FIRST_PAIR_ONLY, np.array(np.cos(offsets[0]))),
+                     (slips.SINE_OF_OFFSET, np.array(np.sin(offsets).sum())),
+                     (slips.DEGREES_NOT_RADIANS, np.array(np.cos(np.radians(offsets)).sum())),
+                     (slips.EXPONENT_I_NOT_2I,
+                      np.array(np.cos((q - p) * 10000.0 ** (-np.arange(d_model // 2) / d_model)).sum()))],
+        what="your answer, one number")

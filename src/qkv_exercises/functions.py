@@ -15,9 +15,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from qkv.attention import softmax
+from qkv.attention import causal_mask, softmax
 from qkv.blockwise import online_softmax_update
+from qkv.masks import padding_mask
 from qkv.multihead import merge_heads, split_heads
+from qkv.position import sinusoidal_position_encoding
 from qkv.validate import shape_str
 
 from . import slips
@@ -488,3 +490,194 @@ def explain_kernel_error(call: Call, raised: Raised) -> str | None:
                 f"{shape_str(K.shape)}); for every query-key pair write Q[:, None, :] - K[None, :, :], of shape "
                 f"{shape_str((len(Q), len(K), Q.shape[1]))}.")
     return None
+# --------------------------------------------------------------------------- masks (problem set 7)
+# causal_mask(n) and masked_softmax(scores, mask)
+
+CAUSAL_MASK, MASKED_SOFTMAX = "causal_mask", "masked_softmax"
+MASK_NONFINITE_HINT = ("0 * (-inf) is NaN: choose the blocked entries with np.where rather than by multiplying with "
+                       "the mask. " + OVERFLOW_HINT)
+
+
+def judge_boolean(result, label: str, expected: np.ndarray, slip_values, *, reveal: bool, shape_help: str,
+                  what: str) -> Verdict:
+    """Compare a boolean array with ``expected``: the first entry that is wrong, how many are, and the
+    slip (an exact match of one of ``slip_values``, pairs of a slip and a boolean array)."""
+    try:
+        value = np.asarray(result)
+    except Exception:  # an object of the student's own whose conversion fails
+        return Verdict(False, f"{label} returned a {type(result).__name__}, which is not an array: return {what}.")
+    if value.dtype.kind not in "biuf":
+        return Verdict(False, f"{label} returned {type(result).__name__} of {value.dtype}: return {what}.")
+    if value.shape != expected.shape:
+        return Verdict(False, f"{label} has shape {shape_str(value.shape)} but should have shape "
+                              f"{shape_str(expected.shape)}: {shape_help}.")
+    if value.dtype.kind != "b":
+        return Verdict(False, f"{label} holds numbers ({value.dtype}), not True/False: return {what}. (A mask of 1s "
+                              "and 0s is easily read as weights, or as a mask added to the scores.)")
+    wrong = value != expected
+    if not wrong.any():
+        return Verdict(True, f"{label} is correct ({expected.size} entries).")
+    index = tuple(int(i) for i in np.argwhere(wrong)[0])
+    where = f"{label}[{', '.join(map(str, index))}]"
+    if value.ndim == 2:
+        where += f" (query {index[0]}, key {index[1]})"
+    count = int(wrong.sum())
+    line = (f"{where} is {bool(value[index])}, which is wrong" + (f" (expected {bool(expected[index])})" if reveal
+                                                                   else "")
+            + f"; {count} of {expected.size} entries {'is' if count == 1 else 'are'} wrong.")
+    for slip, slipped in slip_values:
+        if slipped is not None and slipped.shape == value.shape and np.array_equal(slipped, value):
+            return Verdict(False, f"{line}\nLikely slip: {slip.advice}")
+    return Verdict(False, line)
+
+
+def causal_mask_call(n: int, *, behaviour: str) -> Call:
+    return Call(args=(int(n),), label=f"{CAUSAL_MASK}({int(n)})", behaviour=behaviour)
+
+
+def judge_causal_mask(call: Call, result, reveal: bool) -> Verdict:
+    """Compare with :func:`qkv.causal_mask`; name the wrong triangle, a blocked diagonal, an inverted mask."""
+    (n,) = call.args
+    expected = causal_mask(n)  # (n, n)
+    slip_values = [(slips.MASK_WRONG_TRIANGLE, expected.T), (slips.DIAGONAL_BLOCKED, np.tril(expected, k=-1)),
+                   (slips.MASK_INVERTED, ~expected)]
+    slip_values = [(slip, value) for slip, value in slip_values if not np.array_equal(value, expected)]
+    return judge_boolean(result, call.label, expected, slip_values, reveal=reveal,
+                         shape_help=f"one row per query ({n}), one column per key ({n})",
+                         what=f"a boolean array of shape ({n}, {n}), True where query i may attend to key j")
+
+
+def random_causal_mask_calls(rng: np.random.Generator) -> list[Call]:
+    return [causal_mask_call(int(n), behaviour="n tokens") for n in rng.choice(np.arange(2, 13), 3, replace=False)]
+
+
+PADDING_MASK = "padding_mask"
+
+
+def padding_mask_call(lengths, n: int, *, behaviour: str) -> Call:
+    """``padding_mask(lengths, n)``: ``lengths`` whole numbers from 1 to ``n``, one per sentence."""
+    lengths = np.asarray(lengths, dtype=int)
+    return Call(args=(lengths, int(n)), label=f"{PADDING_MASK}({lengths.tolist()}, {int(n)})", behaviour=behaviour)
+
+
+def judge_padding_mask(call: Call, result, reveal: bool) -> Verdict:
+    """Compare with :func:`qkv.padding_mask`; name a missing query axis, an inverted mask, a length off by one."""
+    lengths, n = call.args
+    expected = padding_mask(lengths, n)  # (batch, 1, n)
+    try:
+        shape = np.shape(result)
+    except Exception:  # a ragged list: judge_boolean says what is wrong with it
+        shape = None
+    if shape == (len(lengths), n):
+        return Verdict(False, f"{call.label} has shape {shape_str((len(lengths), n))} but should have shape "
+                              f"{shape_str(expected.shape)}.\nLikely slip: {slips.PADDING_QUERY_AXIS_MISSING.advice}")
+    keys = np.arange(n)  # (n,)
+    off_by_one = (keys[None, :] <= np.asarray(lengths)[:, None])[:, None, :]  # (batch, 1, n): j <= l
+    slip_values = [(slips.MASK_INVERTED, ~expected), (slips.PADDING_OFF_BY_ONE, off_by_one)]
+    return judge_boolean(result, call.label, expected,
+                         [(slip, value) for slip, value in slip_values if not np.array_equal(value, expected)],
+                         reveal=reveal, shape_help=f"one sentence per row ({len(lengths)}), one query axis of size 1, "
+                                                   f"one column per key ({n})",
+                         what=f"a boolean array of shape ({len(lengths)}, 1, {n}), True where key j is a real token")
+
+
+def random_padding_mask_calls(rng: np.random.Generator) -> list[Call]:
+    """Random batches of padded sentences, each with at least one sentence shorter than ``n``."""
+    calls = []
+    for _ in range(3):
+        batch, n = int(rng.integers(2, 6)), int(rng.integers(2, 11))
+        lengths = rng.integers(1, n + 1, size=batch)
+        lengths[rng.integers(0, batch)] = int(rng.integers(1, n))  # some padding
+        calls.append(padding_mask_call(lengths, n, behaviour="padded sentences"))
+    return calls
+
+
+def masked_softmax_call(scores, mask, *, what: str, behaviour: str) -> Call:
+    """``masked_softmax(scores, mask)``: ``mask`` boolean, broadcastable to the scores' shape."""
+    scores, mask = np.asarray(scores, dtype=float), np.asarray(mask, dtype=bool)
+    return Call(args=(scores, mask), label=f"{MASKED_SOFTMAX}({what})", behaviour=behaviour)
+
+
+def padding_mask_of(lengths, n: int) -> np.ndarray:
+    """The padding mask ``(batch, 1, n)`` of sentences of ``lengths`` real tokens (:func:`qkv.padding_mask`)."""
+    return padding_mask(np.asarray(lengths), n)
+
+
+def random_masked_softmax_calls(rng: np.random.Generator) -> list[Call]:
+    """Random scores under every kind of mask the visible checks try: causal, padding, n_q != n_k, large scores."""
+    n = int(rng.integers(3, 8))
+    calls = [masked_softmax_call(rng.normal(scale=3.0, size=(n, n)), causal_mask(n),
+                                 what=f"scores ({n}, {n}), causal_mask({n})", behaviour="causal mask")]
+    batch, n = int(rng.integers(2, 5)), int(rng.integers(3, 7))
+    lengths = rng.integers(1, n + 1, size=batch)
+    calls.append(masked_softmax_call(rng.normal(scale=3.0, size=(batch, n, n)), padding_mask_of(lengths, n),
+                                     what=f"scores ({batch}, {n}, {n}), a padding mask ({batch}, 1, {n})",
+                                     behaviour="padding mask, broadcast over the queries"))
+    n_q, n_k = int(rng.integers(1, 5)), int(rng.integers(5, 9))
+    mask = rng.random((n_q, n_k)) < 0.6
+    mask[np.arange(n_q), rng.integers(0, n_k, size=n_q)] = True  # every query keeps a key
+    calls.append(masked_softmax_call(rng.normal(scale=3.0, size=(n_q, n_k)), mask,
+                                     what=f"scores ({n_q}, {n_k}), a mask ({n_q}, {n_k})", behaviour="n_q != n_k"))
+    n = int(rng.integers(3, 7))
+    calls.append(masked_softmax_call(800 + rng.normal(scale=3.0, size=(n, n)), causal_mask(n),
+                                     what=f"scores near 800 ({n}, {n}), causal_mask({n})", behaviour="large scores"))
+    return calls
+
+
+def judge_masked_softmax(call: Call, result, reveal: bool) -> Verdict:
+    """Compare with :func:`qkv.softmax` of the scores with the blocked ones at -inf; name the slip."""
+    scores, mask = call.args
+    candidates = [slips.MASK_ZERO_NOT_NEG_INF, slips.MASK_AFTER_SOFTMAX, slips.MASK_INVERTED, slips.MASK_NOT_APPLIED]
+    full = np.broadcast_to(mask, scores.shape)
+    if full.shape[-1] == full.shape[-2] and np.array_equal(full, np.broadcast_to(causal_mask(full.shape[-1]),
+                                                                                full.shape)):
+        candidates.append(slips.MASK_WRONG_TRIANGLE)
+    with np.errstate(over="ignore", invalid="ignore"):
+        slip_values = [(slip, slips.masked_softmax_steps(scores, mask, slip).get("A")) for slip in candidates]
+    expectation = Expectation(slips.masked_softmax_steps(scores, mask)["A"], CODE_TOLERANCE,
+                              shape_help="the shape of the scores", slip_values=slip_values,
+                              nonfinite_hint=MASK_NONFINITE_HINT, what="an array")
+    return judge_value(result, call.label, expectation, reveal=reveal)
+
+
+def explain_masked_softmax_error(call: Call, raised: Raised) -> str | None:
+    """The likely slip behind an error: sums that do not broadcast back (no keepdims), a mask used as numbers."""
+    if "broadcast" in raised.message:
+        return (f"{slips.MISSING_KEEPDIMS.advice} The mask may have fewer axes of size > 1 than the scores "
+                "(a padding mask is (batch, 1, n)): np.where broadcasts it.")
+    if raised.type_name == "TypeError" and "boolean" in raised.message:
+        return "the mask holds True/False: use it to choose entries (np.where(mask, ...)), not in arithmetic."
+    return None
+
+
+# --------------------------------------------------------------------------- position (problem set 8)
+# sinusoidal_position_encoding(n, d_model)
+
+ENCODING = "sinusoidal_position_encoding"
+
+
+def encoding_call(n: int, d_model: int, *, behaviour: str) -> Call:
+    return Call(args=(int(n), int(d_model)), label=f"{ENCODING}({int(n)}, {int(d_model)})", behaviour=behaviour)
+
+
+def random_encoding_calls(rng: np.random.Generator) -> list[Call]:
+    """Random tables of the kinds the visible checks try: d_model = 4, wider, one position."""
+    return [encoding_call(int(rng.integers(2, 9)), 4, behaviour="d_model = 4"),
+            encoding_call(int(rng.integers(10, 60)), 2 * int(rng.integers(3, 33)), behaviour="wider d_model"),
+            encoding_call(1, 2 * int(rng.integers(2, 9)), behaviour="one position")]
+
+
+_ENCODING_FUNCTION_SLIPS = (slips.SIN_COS_SWAPPED, slips.SINES_THEN_COSINES, slips.EXPONENT_I_NOT_2I,
+                            slips.EXPONENT_SIGN, slips.POSITIONS_FROM_ONE, slips.DEGREES_NOT_RADIANS)
+
+
+def judge_encoding(call: Call, result, reveal: bool) -> Verdict:
+    """Compare with :func:`qkv.sinusoidal_position_encoding`; name the slip (sin and cos swapped, i for 2i, ...)."""
+    n, d_model = call.args
+    positions = np.arange(n)
+    expectation = Expectation(
+        sinusoidal_position_encoding(n, d_model), CODE_TOLERANCE,
+        shape_help=f"one row per position ({n}), one column per dimension ({d_model})",
+        slip_values=[(slip, slips.encoding_with_slip(positions, d_model, slip)) for slip in _ENCODING_FUNCTION_SLIPS],
+        what="an array")
+    return judge_value(result, call.label, expectation, reveal=reveal)

@@ -648,3 +648,186 @@ def kernel_steps(Q, K, V, sigma: float, slip: Slip | None = None) -> dict[str, n
     if slip in extended:
         steps["extended_scores"] = extended[slip]
     return steps
+# --------------------------------------------------------------------------- masks and cross-attention (problem set 7)
+
+MASK_ZERO_NOT_NEG_INF = Slip(
+    "mask_zero_not_neg_inf",
+    "did you set the blocked scores to 0? A blocked score becomes -inf: e^0 = 1 still hands the blocked key a "
+    "share of the weight, e^(-inf) = 0 hands it none.",
+)
+MASK_AFTER_SOFTMAX = Slip(
+    "mask_after_softmax",
+    "did you mask after the softmax? Zeroing the blocked weights afterwards leaves the row adding up to less "
+    "than 1. Mask the scores (blocked ones to -inf) before the softmax, so the allowed keys share all the weight.",
+)
+MASK_WRONG_TRIANGLE = Slip(
+    "mask_wrong_triangle",
+    "you masked the wrong triangle: the causal mask lets token i attend to tokens 0 .. i (on and below the "
+    "diagonal) and blocks the later ones (above it).",
+)
+MASK_NOT_APPLIED = Slip(
+    "mask_not_applied",
+    "your answer is the unmasked one: under the mask, the blocked keys get weight 0 and the allowed keys share "
+    "all of it.",
+)
+MASK_INVERTED = Slip(
+    "mask_inverted",
+    "True means MAY attend (the convention of qkv and of PyTorch's scaled_dot_product_attention); your mask is "
+    "True where the key is blocked.",
+)
+DIAGONAL_BLOCKED = Slip(
+    "diagonal_blocked",
+    "a token may attend to itself: the causal mask keeps the diagonal (j <= i), and blocks only later tokens.",
+)
+PADDING_QUERY_AXIS_MISSING = Slip(
+    "padding_query_axis_missing",
+    "a padding mask has shape (batch, 1, n): the middle axis of size 1 stands for the queries, so that the "
+    "mask broadcasts over the scores (batch, n, n) and blocks the same keys for every query.",
+)
+PADDING_OFF_BY_ONE = Slip(
+    "padding_off_by_one",
+    "a sentence of length l holds the real tokens 0 .. l - 1: key j is real when j < l, and [PAD] starts at key l.",
+)
+CROSS_SOURCES_SWAPPED = Slip(
+    "cross_sources_swapped",
+    "the queries come from the decoder (the English words) and the keys and values from the encoder "
+    "(外送 晚到 補償): one row per English word, one column per Chinese token.",
+)
+DECODER_KEYS = Slip(
+    "decoder_keys",
+    "did you take the keys and values from the decoder too? That is the decoder's self-attention; "
+    "cross-attention reads the encoder's tokens: one column per Chinese token.",
+)
+
+# --------------------------------------------------------------------------- order and position (problem set 8)
+
+NOT_REORDERED = Slip(
+    "not_reordered",
+    "the outputs move with their tokens: row i of the reordered output is the output of the token that now "
+    "stands at place i.",
+)
+REORDERED_BY_INVERSE = Slip(
+    "reordered_by_inverse",
+    "you sent row i to place order[i]; the reordered sentence has token order[i] at place i, so its row i is "
+    "row order[i] of the original: P = I[order], and O' = P O.",
+)
+SIN_COS_SWAPPED = Slip(
+    "sin_cos_swapped",
+    "the even dimensions 2i take the sine and the odd dimensions 2i + 1 the cosine: PE = [sin, cos, sin, cos, ...].",
+)
+EXPONENT_I_NOT_2I = Slip(
+    "exponent_i_not_2i",
+    "the frequency of pair i is w_i = 10000^(-2i/d_model), with 2i (the pair's even dimension) in the exponent, "
+    "not i.",
+)
+EXPONENT_SIGN = Slip(
+    "exponent_sign",
+    "the exponent is negative: w_i = 10000^(-2i/d_model) = 1 / 10000^(2i/d_model), so the frequencies get smaller.",
+)
+DEGREES_NOT_RADIANS = Slip(
+    "degrees_not_radians",
+    "your sines and cosines are of angles in degrees; the angles p w_i are in radians (set your calculator "
+    "to radians; np.sin and np.cos use radians).",
+)
+SINES_THEN_COSINES = Slip(
+    "sines_then_cosines",
+    "sines and cosines alternate, pair by pair: [sin(p w_0), cos(p w_0), sin(p w_1), cos(p w_1), ...], not every "
+    "sine first.",
+)
+POSITIONS_FROM_ONE = Slip(
+    "positions_from_one",
+    "positions count from 0: the first token is at position 0, whose encoding is [0, 1, 0, 1, ...].",
+)
+FIRST_PAIR_ONLY = Slip(
+    "first_pair_only",
+    "every pair of dimensions adds its own cos((q - p) w_i): sum over all d_model / 2 pairs, not only the first.",
+)
+SINE_OF_OFFSET = Slip(
+    "sine_of_offset",
+    "each pair gives sin(p w) sin(q w) + cos(p w) cos(q w) = cos((q - p) w): a cosine of the offset, not a sine.",
+)
+
+MASK_SLIPS = (MASK_ZERO_NOT_NEG_INF, MASK_AFTER_SOFTMAX, MASK_WRONG_TRIANGLE, MASK_NOT_APPLIED)
+
+
+def masked_softmax_steps(scores, mask, slip: Slip | None = None) -> dict[str, np.ndarray]:
+    """``E`` (the exponentials of the masked scores, 0 where blocked) and ``A`` (the weights) of
+    ``scores`` ``(..., n_q, n_k)`` under the boolean ``mask`` (True = may attend), with ``slip`` made.
+
+    Without a slip, ``A`` is :func:`qkv.softmax` of the scores with the blocked ones at -inf.
+    :data:`MASK_WRONG_TRIANGLE` transposes a square mask; a slip that cannot give a step
+    (a row left with no key, a mask that is not square) leaves it out.
+    """
+    S = np.asarray(scores, dtype=float)
+    M = np.broadcast_to(np.asarray(mask, dtype=bool), S.shape)
+    with np.errstate(over="ignore"):  # e^S of large scores: E is asked of hand-sized scores only
+        return _masked_softmax_steps(S, M, slip)
+
+
+def _masked_softmax_steps(S: np.ndarray, M: np.ndarray, slip: Slip | None) -> dict[str, np.ndarray]:
+    if slip is None:
+        return {"E": np.where(M, np.exp(S), 0.0), "A": softmax(np.where(M, S, -np.inf))}
+    if slip == MASK_ZERO_NOT_NEG_INF:
+        zeroed = np.where(M, S, 0.0)
+        return {"E": np.exp(zeroed), "A": softmax(zeroed)}
+    if slip == MASK_AFTER_SOFTMAX:
+        return {"A": softmax(S) * M}
+    if slip in (MASK_WRONG_TRIANGLE, MASK_INVERTED):
+        other = M.swapaxes(-1, -2) if slip == MASK_WRONG_TRIANGLE else ~M
+        if other.shape != S.shape or not other.any(axis=-1).all():
+            return {}
+        return {"E": np.where(other, np.exp(S), 0.0), "A": softmax(np.where(other, S, -np.inf))}
+    if slip == MASK_NOT_APPLIED:
+        return {"E": np.exp(S), "A": softmax(S)}
+    return {}
+
+
+def cross_attention_steps(X_q, X_kv, head: Head, slip: Slip | None = None) -> dict[str, np.ndarray]:
+    """``Q``, ``S_raw``, ``S``, ``A`` and ``O`` of cross-attention (queries from ``X_q``, keys and
+    values from ``X_kv``), with ``slip`` made: one of :data:`ATTENTION_SLIPS`, or
+    :data:`CROSS_SOURCES_SWAPPED` (queries from ``X_kv``, keys and values from ``X_q``) or
+    :data:`DECODER_KEYS` (keys and values from ``X_q`` too)."""
+    head = head if isinstance(head, Head) else Head(*head)
+    X_q, X_kv = np.asarray(X_q, dtype=float), np.asarray(X_kv, dtype=float)
+    if slip == CROSS_SOURCES_SWAPPED:
+        X_q, X_kv = X_kv, X_q
+    elif slip == DECODER_KEYS:
+        X_kv = X_q
+    Q = linear(X_q, head.W_Q, head.b_Q)  # (n_q, d_k)
+    K = linear(X_kv, head.W_K, head.b_K)  # (n_k, d_k)
+    V = linear(X_kv, head.W_V, head.b_V)  # (n_k, d_v)
+    within = slip if slip in ATTENTION_SLIPS else None
+    steps = attention_steps(Q, K, V, within)
+    return {"Q": Q, **steps} if slip is None or slip in (CROSS_SOURCES_SWAPPED, DECODER_KEYS) else steps
+
+
+def reordered(values, order, slip: Slip | None = None) -> np.ndarray:
+    """The rows of ``values`` moved with their tokens, ``P values`` (row i <- row order[i]), made with
+    ``slip``. The permutation matrix itself is ``reordered(I, order)``."""
+    values, order = np.asarray(values, dtype=float), np.asarray(order)
+    if slip == NOT_REORDERED:
+        return values
+    if slip == REORDERED_BY_INVERSE:
+        order = np.argsort(order)
+    return values[order]
+
+
+def encoding_with_slip(positions, d_model: int, slip: Slip | None = None) -> np.ndarray:
+    """The sinusoidal encodings ``(n, d_model)`` of ``positions`` computed with ``slip`` (None: right)."""
+    positions = np.asarray(positions, dtype=float)
+    i = np.arange(d_model // 2)
+    exponent = {EXPONENT_I_NOT_2I: i / d_model, EXPONENT_SIGN: -2 * i / d_model}.get(slip, 2 * i / d_model)
+    omega = 10000.0 ** (-exponent)  # (d_model/2,)
+    if slip == POSITIONS_FROM_ONE:
+        positions = positions + 1
+    angles = positions[:, None] * omega[None, :]  # (n, d_model/2)
+    if slip == DEGREES_NOT_RADIANS:
+        angles = np.radians(angles)
+    first, second = np.sin(angles), np.cos(angles)
+    if slip == SIN_COS_SWAPPED:
+        first, second = second, first
+    if slip == SINES_THEN_COSINES:
+        return np.concatenate([first, second], axis=1)
+    encoding = np.empty((len(positions), d_model))
+    encoding[:, 0::2], encoding[:, 1::2] = first, second
+    return encoding
