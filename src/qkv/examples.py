@@ -555,3 +555,109 @@ def _delivery_variant(variant: int) -> MultiHeadExample:
         _delivery_candidate,
         lambda ex: ex is not None and _all_differ(_delivery_steps(ex), _seed_delivery_steps()),
         "delivery example")
+
+
+# =========================================================================== the block around attention
+#
+# Problem set 9 (book/transformer_block.md) follows one token through a block: 補償's residual sum and
+# its layer norm, in the delivery example.
+
+
+@dataclass(frozen=True)
+class BlockRowExample:
+    """One token's row through the first half of a post-LN block.
+
+    ``x`` ``(d_model,)`` is the token's vector and ``attended`` ``(d_model,)`` what multi-head
+    attention adds to it; their residual sum is normalised by a layer norm with ``gamma``,
+    ``beta`` ``(d_model,)`` and ``eps``.
+    """
+
+    token: str
+    x: np.ndarray
+    attended: np.ndarray
+    gamma: np.ndarray
+    beta: np.ndarray
+    eps: float
+
+
+def delivery_block_row_example(variant: int = 0) -> BlockRowExample:
+    """補償's residual sum and layer norm in the encoder block of :func:`delivery_encoder_layer`.
+
+    Variant 0 is the chapter's: ``x = [1, 1, 0, 0]``, ``attended`` is seed 000's two heads'
+    output for 補償 (``W_O = I``), and the layer norm starts as before training (``gamma = 1``,
+    ``beta = 0``, ``eps = 1e-5``).
+
+    Other variants keep the token, the shapes and the steps, with numbers a student can
+    follow by hand: ``x`` of 0s and 1s, ``attended`` of whole numbers, so that the residual
+    sum is 4 whole numbers with a whole mean and a whole standard deviation (1 to 5; mostly
+    rows whose normalised entries are not all +-1); ``gamma`` in halves from 0.5 to 2 and
+    ``beta`` in halves from -1 to 1, neither the identity. Every step (the sum, its mean and
+    variance, the normalised row, the scaled and shifted row) differs from the chapter's by
+    more than 0.01, and neither the sum nor the final row is one of the given rows.
+    """
+    if variant != 0:
+        return _block_row_variant(variant)
+    ex = delivery_example()
+    attended, _ = _delivery_multi_head(ex)
+    return BlockRowExample(token=ex.tokens[COMPENSATION], x=ex.X[COMPENSATION].copy(),
+                           attended=attended[COMPENSATION], gamma=np.ones(4), beta=np.zeros(4), eps=1e-5)
+
+
+def _delivery_multi_head(ex: MultiHeadExample) -> tuple[np.ndarray, np.ndarray]:
+    from .multihead import multi_head_attention
+
+    return multi_head_attention(ex.X, ex.heads, ex.W_O, ex.b_O)
+
+
+def block_row_steps(example: BlockRowExample) -> list[np.ndarray]:
+    """The residual sum, its mean and variance, the normalised row and gamma * it + beta, in plain numpy."""
+    r = example.x + example.attended  # (d_model,)
+    mean = r.mean()
+    variance = ((r - mean) ** 2).mean()
+    normalised = (r - mean) / np.sqrt(variance + example.eps)
+    return [r, np.array(mean), np.array(variance), normalised, example.gamma * normalised + example.beta]
+
+
+@functools.cache
+def _workable_residual_rows() -> tuple[np.ndarray, np.ndarray]:
+    """Rows of 4 whole numbers from -6 to 8 with a whole mean and a whole standard deviation from 1 to 5:
+    ``(interesting, plain)``, the plain ones those whose normalised entries are all +-1."""
+    values = np.arange(-6, 9)
+    rows = np.array(list(itertools.product(values, repeat=4)), dtype=float)  # (50625, 4)
+    total = rows.sum(axis=1)
+    rows = rows[total % 4 == 0]
+    deviations = rows - rows.mean(axis=1, keepdims=True)
+    squares = (deviations ** 2).sum(axis=1)  # 4 * variance
+    root = np.round(np.sqrt(squares / 4))
+    whole = (root >= 1) & (root <= 5) & np.isclose(root ** 2 * 4, squares)
+    rows, deviations, root = rows[whole], deviations[whole], root[whole]
+    plain = np.all(np.isclose(np.abs(deviations), root[:, None]), axis=1)
+    return rows[~plain], rows[plain]
+
+
+def _block_row_candidate(draw: VariantDraw) -> BlockRowExample:
+    interesting, plain = _workable_residual_rows()
+    rows = draw.choice((interesting, interesting, interesting, plain))
+    r = rows[draw.integer(0, len(rows) - 1)]
+    x = np.array(draw.until(lambda d: d.integers(0, 1, (4,)), any, "token vector"), dtype=float)
+    gamma = np.array([draw.halves(0.5, 2) for _ in range(4)])
+    beta = np.array([draw.halves(-1, 1) for _ in range(4)])
+    return BlockRowExample(token="補償", x=x, attended=r - x, gamma=gamma, beta=beta, eps=1e-5)
+
+
+@functools.cache
+def _seed_block_row_steps() -> tuple[np.ndarray, ...]:
+    return tuple(block_row_steps(delivery_block_row_example()))
+
+
+def _block_row_workable(example: BlockRowExample) -> bool:
+    steps = block_row_steps(example)
+    givens = (example.x, example.attended, example.gamma, example.beta)
+    return (not np.all(example.gamma == 1) and not np.all(example.beta == 0)
+            and _all_differ(steps, _seed_block_row_steps())
+            and all(apart_from_seed(steps[i], given) for i in (0, 3, 4) for given in givens))
+
+
+def _block_row_variant(variant: int) -> BlockRowExample:
+    return VariantDraw("delivery_block_row", variant).until(_block_row_candidate, _block_row_workable,
+                                                            "block row")

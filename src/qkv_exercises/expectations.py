@@ -14,6 +14,7 @@ import numpy as np
 
 from qkv.attention import linear, scaled_dot_product_attention, softmax
 from qkv.multihead import Head
+from qkv.variants import VariantDraw
 from qkv.vision import patchify, to_patch_grid
 
 from . import slips
@@ -255,3 +256,41 @@ def choose_option(options: Sequence[str], right_text: str, *, explain_right: str
     return Choice(right=by_text[right_text], choices=letters, explain_right=explain_right,
                   explain_wrong={by_text[text]: advice for text, advice in (explain_wrong or {}).items()},
                   reveal_text=f"The right option is ({by_text[right_text]}): {right_text}")
+
+
+def ordered_options(options: Sequence[str], right: str, *, draw_name: str, variant: int,
+                    seed_place: int) -> tuple[str, ...]:
+    """``options`` in the variant's order, with ``right`` never at ``seed_place`` (the place of the seed's
+    right option, so that variant 0's letter answers no other variant); variant 0 keeps the given order."""
+    texts = tuple(options)
+    if variant == 0:
+        return texts
+    order = VariantDraw(draw_name, variant).until(
+        lambda d: d.permutation(len(texts)), lambda o: [texts[i] for i in o].index(right) != seed_place, "order")
+    return tuple(texts[i] for i in order)
+
+
+# --------------------------------------------------------------------------- the block around attention (ps9)
+
+_BLOCK_ROW_STEPS = {
+    "r": ("x + a", "one number per feature (4)"),
+    "mean": ("the mean of the 4 entries of r", ""),
+    "variance": ("the mean of (r_c - mean)^2 over the 4 entries", ""),
+    "normalised": ("(r - mean) / sqrt(variance + eps)", "one number per feature (4)"),
+    "scaled": ("gamma * normalised + beta, feature by feature", "one number per feature (4)"),
+}
+
+
+def expect_block_row_step(step: str, x, attended, gamma, beta, eps, *, name: str) -> Expectation:
+    """One step of a token's row through the residual sum and the layer norm (see
+    :func:`qkv_exercises.slips.block_row_steps`); every slip of :data:`~qkv_exercises.slips.BLOCK_ROW_SLIPS`
+    is a candidate."""
+    steps = slips.block_row_steps(x, attended, gamma, beta, eps)
+    if step not in steps:
+        raise ValueError(f"unknown step {step!r}; the steps are {', '.join(steps)}")
+    formula, shape_help = _BLOCK_ROW_STEPS[step]
+    return Expectation(
+        steps[step], HAND_TOLERANCE, formula=formula, shape_help=shape_help,
+        slip_values=[(slip, slips.block_row_steps(x, attended, gamma, beta, eps, slip).get(step))
+                     for slip in slips.BLOCK_ROW_SLIPS],
+        what="your answer, one number" if steps[step].ndim == 0 else "your answer, a list of 4 numbers")

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from qkv.attention import softmax
+from qkv.block import layer_norm
 from qkv.multihead import merge_heads, split_heads
 from qkv.validate import shape_str
 
@@ -297,3 +298,79 @@ def judge_uses_its_rng(calls: Sequence[Call], results: Sequence, reveal: bool) -
         return Verdict(False, f"the mean of {calls[3].label} is {many.mean():.3f}, far from 0: q and k have "
                               "mean 0.")
     return Verdict(True, f"{SAMPLE} draws its samples from the rng it is given.")
+
+
+# --------------------------------------------------------------------------- layer_norm(X, gamma, beta, eps=1e-5)
+
+LAYER_NORM = "layer_norm"
+EPS_HINT = ("A row whose entries are all equal has variance 0: divide by sqrt(variance + eps), so that the "
+            "division stays finite.")
+
+
+def layer_norm_call(X, gamma, beta, eps: float | None = None, *, what: str, behaviour: str) -> Call:
+    """``layer_norm(X, gamma, beta)`` (``eps`` None: the default eps) or ``layer_norm(X, gamma, beta, eps=eps)``."""
+    X, gamma, beta = (np.asarray(v, dtype=float) for v in (X, gamma, beta))
+    kwargs = {} if eps is None else {"eps": float(eps)}
+    label = f"{LAYER_NORM}({what}{'' if eps is None else f', eps={eps:g}'})"
+    return Call(args=(X, gamma, beta), kwargs=kwargs, label=label, behaviour=behaviour)
+
+
+def _norm_parameters(rng: np.random.Generator, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """gamma in halves from 0.5 to 2, beta in halves from -1 to 1."""
+    return random_halves(rng, (d,), 0.5, 2), random_halves(rng, (d,), -1, 1)
+
+
+def layer_norm_rows_call(rng: np.random.Generator, shape: tuple[int, int]) -> Call:
+    X = random_halves(rng, shape, -3, 3)
+    return layer_norm_call(X, np.ones(shape[-1]), np.zeros(shape[-1]),
+                           what=f"an array of shape {shape_str(shape)}, gamma = 1, beta = 0", behaviour="rows")
+
+
+def layer_norm_gamma_beta_call(rng: np.random.Generator, shape: tuple[int, ...],
+                               behaviour: str = "gamma and beta") -> Call:
+    gamma, beta = _norm_parameters(rng, shape[-1])
+    return layer_norm_call(random_halves(rng, shape, -3, 3), gamma, beta,
+                           what=f"an array of shape {shape_str(shape)}, gamma, beta", behaviour=behaviour)
+
+
+def layer_norm_eps_call(rng: np.random.Generator, eps: float | None, d: int) -> Call:
+    """Two rows, the first of equal entries (variance 0: only eps keeps it finite); ``eps`` None: the default."""
+    X = np.stack([np.full(d, float(rng.integers(-3, 4))), random_halves(rng, (d,), -2, 2)])  # (2, d)
+    gamma, beta = _norm_parameters(rng, d)
+    return layer_norm_call(X, gamma, beta, eps, what=f"a row of equal entries and one more ({shape_str(X.shape)})",
+                           behaviour="eps")
+
+
+def layer_norm_large_call(rng: np.random.Generator, shape: tuple[int, int]) -> Call:
+    """Rows near a million or more, spread by about 1: the variance from squares loses every digit."""
+    offsets = 10.0 ** rng.integers(6, 8, size=(shape[0], 1)) * rng.integers(1, 10, size=(shape[0], 1))
+    gamma, beta = _norm_parameters(rng, shape[1])
+    return layer_norm_call(offsets + rng.normal(size=shape), gamma, beta,
+                           what=f"rows near a million or more ({shape_str(shape)})", behaviour="large values")
+
+
+def random_layer_norm_calls(rng: np.random.Generator) -> list[Call]:
+    """Random inputs trying every behaviour of layer_norm: rows, gamma and beta, eps, 3-D input, large values."""
+    return [layer_norm_rows_call(rng, (int(rng.integers(2, 6)), int(rng.integers(3, 9)))),
+            layer_norm_gamma_beta_call(rng, (int(rng.integers(2, 6)), int(rng.integers(3, 9)))),
+            layer_norm_eps_call(rng, [None, 0.01, 0.1, 0.5, 2.0][int(rng.integers(5))], int(rng.integers(3, 7))),
+            layer_norm_gamma_beta_call(rng, (2, int(rng.integers(2, 4)), int(rng.integers(3, 7))), "3-D input"),
+            layer_norm_large_call(rng, (int(rng.integers(2, 4)), int(rng.integers(4, 8))))]
+
+
+def judge_layer_norm(call: Call, result, reveal: bool) -> Verdict:
+    """Compare ``layer_norm(X, gamma, beta, eps)`` with :func:`qkv.layer_norm`; name a slip."""
+    X, gamma, beta = call.args
+    eps = call.kwargs.get("eps", 1e-5)
+    expectation = Expectation(
+        layer_norm(X, gamma, beta, eps), CODE_TOLERANCE, shape_help="the shape of X: each row normalised",
+        slip_values=[(slip, slips.layer_norm_with_slip(X, gamma, beta, eps, slip)) for slip in slips.LAYER_NORM_SLIPS],
+        nonfinite_hint=EPS_HINT, what="an array")
+    return judge_value(result, call.label, expectation, reveal=reveal)
+
+
+def explain_layer_norm_error(call: Call, raised: Raised) -> str | None:
+    """The likely slip behind an error: a mean or variance without keepdims that does not broadcast back."""
+    if "broadcast" in raised.message:
+        return slips.STATISTICS_WITHOUT_KEEPDIMS.advice
+    return None

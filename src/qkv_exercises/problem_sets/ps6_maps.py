@@ -23,6 +23,7 @@ from ..expectations import (
     expect_brightest_patch,
     expect_patch_grid,
     expect_patch_scores,
+    ordered_options,
     patch_weights,
 )
 
@@ -68,12 +69,8 @@ def givens(variant: int) -> dict:
 def _ordered(options: dict, right: str, question: str, variant: int) -> tuple[str, ...]:
     """The options in the variant's order; the right one never at the letter it has in variant 0."""
     texts = tuple(options)
-    if variant == 0:
-        return texts
-    seed_place = texts.index(right)
-    order = VariantDraw(f"ps6_options/{question}", variant).until(
-        lambda d: d.permutation(len(texts)), lambda o: [texts[i] for i in o].index(right) != seed_place, "order")
-    return tuple(texts[i] for i in order)
+    return ordered_options(texts, right, draw_name=f"ps6_options/{question}", variant=variant,
+                           seed_place=texts.index(right))
 
 
 def _image(variant: int) -> tuple[np.ndarray, int]:
