@@ -151,6 +151,11 @@ def reference(name: str, *args, **kwargs):
     if name == "merge_heads":
         h, n, d_k = args[0].shape
         return args[0].swapaxes(0, 1).reshape(n, h * d_k)
+    if name == "layer_norm":
+        X, gamma, beta = args
+        mean = X.mean(axis=-1, keepdims=True)
+        variance = ((X - mean) ** 2).mean(axis=-1, keepdims=True)
+        return (X - mean) / np.sqrt(variance + kwargs.get("eps", 1e-5)) * gamma + beta
     d_k, n, rng = args
     return (rng.standard_normal((n, d_k)) * rng.standard_normal((n, d_k))).sum(axis=1)
 
