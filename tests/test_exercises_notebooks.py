@@ -20,11 +20,11 @@ from qkv import Head
 from qkv_exercises.answers import decode, encode
 from qkv_exercises.identity import student_variant
 from qkv_exercises.notebook import Session
-from qkv_exercises.problem_sets import get_problem_set, names
+from qkv_exercises.problem_sets import get_problem_set, names, order
 
 from .exercise_support import COURSE, PROBLEM_SETS, SOURCE, cell_source, nbgrader_meta, read_notebook
 
-NOTEBOOKS = sorted(SOURCE.glob("*/*.ipynb"))
+NOTEBOOKS = sorted(SOURCE.glob("*/*.ipynb"), key=lambda path: order(path.parent.name))  # ps9 before ps12
 CELLS = [(path, cell) for path in NOTEBOOKS for cell in read_notebook(path)["cells"]]
 TEST_CELLS = [(p, c) for p, c in CELLS if nbgrader_meta(c).get("grade") and not nbgrader_meta(c).get("solution")]
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS\n(.*)\n### END HIDDEN TESTS", re.S)
@@ -40,7 +40,7 @@ def code_cells(path) -> list[dict]:
 
 def test_one_notebook_per_problem_set_named_after_it():
     assert PROBLEM_SETS == ["ps1_qkv", "ps2_scaled_dot_product", "ps3_sqrt_dk", "ps4_single_head",
-                            "ps5_multi_head", "ps6_maps", "ps9_block"]
+                            "ps5_multi_head", "ps6_maps", "ps9_block", "ps12_trained_model"]
     assert [p.relative_to(SOURCE).as_posix() for p in NOTEBOOKS] == [f"{ps}/{ps}.ipynb" for ps in PROBLEM_SETS]
     assert names() == PROBLEM_SETS, "each problem set has its module in qkv_exercises.problem_sets"
 

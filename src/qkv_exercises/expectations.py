@@ -13,12 +13,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from qkv.attention import linear, scaled_dot_product_attention, softmax
-from qkv.multihead import Head
+from qkv.multihead import Head, fused_multi_head_attention
 from qkv.variants import VariantDraw
 from qkv.vision import patchify, to_patch_grid
 
 from . import slips
-from .checking import HAND_TOLERANCE, Expectation, Labels, describe_input, rows_sum_to_one
+from .checking import CODE_TOLERANCE, HAND_TOLERANCE, Expectation, Labels, describe_input, rows_sum_to_one
 from .checks import Choice
 
 # --------------------------------------------------------------------------- steps of attention
@@ -294,3 +294,33 @@ def expect_block_row_step(step: str, x, attended, gamma, beta, eps, *, name: str
         slip_values=[(slip, slips.block_row_steps(x, attended, gamma, beta, eps, slip).get(step))
                      for slip in slips.BLOCK_ROW_SLIPS],
         what="your answer, one number" if steps[step].ndim == 0 else "your answer, a list of 4 numbers")
+
+
+# --------------------------------------------------------------------------- a layer of a trained model (ps12)
+
+LAYER_ARRAYS = ("W_Q", "b_Q", "W_K", "b_K", "W_V", "b_V", "W_O", "b_O")
+
+
+def layer_weights(X, arrays, num_heads: int, slip=None) -> np.ndarray | None:
+    """Every head's map ``(h, n, n)`` of a layer given by its fused ``arrays`` (named as
+    :data:`LAYER_ARRAYS`) on ``X``: :func:`qkv.fused_multi_head_attention`'s, or with ``slip`` made."""
+    W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O = (arrays[name] for name in LAYER_ARRAYS)
+    if slip is None:
+        return fused_multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, b_Q, b_K, b_V, b_O)[1]
+    slipped = slips.layer_attention_with_slip(X, W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O, num_heads, slip)
+    return None if slipped is None else slipped[1]
+
+
+def expect_head_map(X, arrays, num_heads: int, head: int, *, name: str, tokens) -> Expectation:
+    """Head ``head``'s map (counting from 1) of the layer given by its fused ``arrays`` on ``X``: the
+    forward pass's weights, checked to the tolerance of code (1e-6)."""
+    weights = layer_weights(X, arrays, num_heads)  # (h, n, n)
+    slip_values = [(slip, None if (w := layer_weights(X, arrays, num_heads, slip)) is None else w[head - 1])
+                   for slip in slips.LAYER_ATTENTION_SLIPS if slip != slips.W_O_TRANSPOSED]
+    if head < num_heads:
+        slip_values.insert(0, (slips.HEAD_COUNTED_FROM_0, weights[head]))
+    return Expectation(
+        weights[head - 1], CODE_TOLERANCE, formula=f"head {head}'s weights softmax(Q K^T / sqrt(d_k))",
+        shape_help=f"one row per query token ({len(tokens)}), one column per key token ({len(tokens)})",
+        labels=(tokens, tokens), slip_values=slip_values, hints=[rows_sum_to_one(name, CODE_TOLERANCE)],
+        what="your answer, an array of weights")

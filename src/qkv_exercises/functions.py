@@ -17,14 +17,14 @@ import numpy as np
 
 from qkv.attention import softmax
 from qkv.block import layer_norm
-from qkv.multihead import merge_heads, split_heads
+from qkv.multihead import fused_multi_head_attention, merge_heads, split_heads
 from qkv.validate import shape_str
 
 from . import slips
 from .answers import Rng
 from .checking import CODE_TOLERANCE, Expectation, Verdict, _Unusable, as_numbers, judge_value
 from .checks import Call, Raised
-from .expectations import step_meaning
+from .expectations import LAYER_ARRAYS, step_meaning
 
 SIMULATION_TOLERANCE = 0.10  # a simulated variance passes within 10% of the exact one
 SIMULATION_SAMPLES = 20_000
@@ -373,4 +373,72 @@ def explain_layer_norm_error(call: Call, raised: Raised) -> str | None:
     """The likely slip behind an error: a mean or variance without keepdims that does not broadcast back."""
     if "broadcast" in raised.message:
         return slips.STATISTICS_WITHOUT_KEEPDIMS.advice
+    return None
+
+
+# --------------------------------------------------------------------------- layer_attention(X, W_Q, ..., num_heads)
+
+LAYER_ATTENTION = "layer_attention"
+
+
+def layer_attention_call(X, arrays, num_heads: int, *, what: str, behaviour: str) -> Call:
+    """``layer_attention(X, W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O, num_heads)`` with the fused ``arrays``
+    (named as :data:`~qkv_exercises.expectations.LAYER_ARRAYS`)."""
+    values = tuple(np.asarray(arrays[name], dtype=float) for name in LAYER_ARRAYS)
+    return Call(args=(np.asarray(X, dtype=float), *values, int(num_heads)), label=f"{LAYER_ATTENTION}({what})",
+                behaviour=behaviour)
+
+
+def small_layer_call(rng: np.random.Generator, n: int, d_model: int, num_heads: int) -> Call:
+    """A small layer of halves: ``n`` tokens of width ``d_model``, ``num_heads`` heads."""
+    arrays = {name: random_halves(rng, (d_model, d_model) if name.startswith("W") else (d_model,), -1, 1)
+              for name in LAYER_ARRAYS}
+    return layer_attention_call(random_halves(rng, (n, d_model), -2, 2), arrays, num_heads,
+                                what=f"{n} tokens of width {d_model}, {num_heads} heads", behaviour="a small layer")
+
+
+def random_small_layer_calls(rng: np.random.Generator) -> list[Call]:
+    sizes = [(4, 6, 3), (5, 8, 4), (3, 6, 2), (1, 4, 2)]  # (n, d_model, h)
+    n, d_model, num_heads = sizes[int(rng.integers(len(sizes)))]
+    return [small_layer_call(rng, n, d_model, num_heads)]
+
+
+def judge_layer_attention(call: Call, result, reveal: bool) -> Verdict:
+    """Compare ``(output, weights)`` with :func:`qkv.fused_multi_head_attention` on the layer's arrays; name a slip."""
+    X, W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O, num_heads = call.args
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        kind = f"a {type(result).__name__} of {len(result)}" if isinstance(result, (tuple, list)) else (
+            f"one {type(result).__name__}")
+        return Verdict(False, f"{call.label} returned {kind}; it must return a pair: return output, weights")
+    output, weights = result
+    expected_output, expected_weights = fused_multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads,
+                                                                   b_Q, b_K, b_V, b_O)
+    if _looks_swapped(output, weights, {"A": expected_weights, "O": expected_output}):
+        return Verdict(False, f"{call.label} returned the weights first.\n"
+                              f"Likely slip: {slips.OUTPUT_AND_WEIGHTS_SWAPPED.advice}")
+    slipped = [(slip, slips.layer_attention_with_slip(*call.args, slip)) for slip in slips.LAYER_ATTENTION_SLIPS]
+    n, d_out = expected_output.shape
+    parts = ((weights, expected_weights, 1, "weights",
+              f"(h, n, n) = {shape_str(expected_weights.shape)}: one map per head, one row per query token"),
+             (output, expected_output, 0, "output", f"(n, d_model) = ({n}, {d_out}): one row per token"))
+    for part, expected, index, name, shape_help in parts:
+        expectation = Expectation(expected, CODE_TOLERANCE, shape_help=shape_help,
+                                  slip_values=[(s, None if v is None else v[index]) for s, v in slipped],
+                                  nonfinite_hint=OVERFLOW_HINT, what="an array")
+        verdict = judge_value(part, f"the {name} of {call.label}", expectation, reveal=reveal)
+        if not verdict.passed:
+            return verdict
+    return Verdict(True, f"{call.label} is correct.")
+
+
+def explain_layer_attention_error(call: Call, raised: Raised) -> str | None:
+    """The likely slip behind an error: K where K^T belongs, heads cut with a reshape that does not fit."""
+    if raised.type_name == "ValueError" and any(word in raised.message for word in ("matmul", "not aligned",
+                                                                                    "core dimension")):
+        return ("the scores of every head are Q K^T: with Q and K of shape (h, n, d_k), write "
+                "Q @ K.transpose(0, 2, 1) (K.T would reverse all three axes).")
+    if "reshape" in raised.message:
+        return slips.RESHAPED_WITHOUT_TRANSPOSE.advice
+    if "broadcast" in raised.message:
+        return slips.MISSING_KEEPDIMS.advice
     return None

@@ -22,7 +22,7 @@ import numpy as np
 
 from qkv.attention import linear, scaled_dot_product_attention, softmax
 from qkv.block import layer_norm
-from qkv.multihead import Head
+from qkv.multihead import Head, merge_heads, split_heads
 from qkv.trace import trace_head
 
 
@@ -552,3 +552,43 @@ def layer_norm_with_slip(X, gamma, beta, eps, slip: Slip) -> np.ndarray | None:
         else:
             normalised = _normalised_with_slip(X, deviations, variance, eps, slip)
         return _scaled_with_slip(normalised, gamma, beta, slip)
+
+
+# --------------------------------------------------------------------------- a layer of a trained model (ps12)
+
+HEAD_COUNTED_FROM_0 = Slip(
+    "head_counted_from_0",
+    "heads are numbered from 1 in the question and Python counts from 0: head k is weights[k - 1].",
+)
+DIVIDED_BY_SQRT_D_MODEL = Slip(
+    "divided_by_sqrt_d_model",
+    "divide the scores by sqrt(d_k), the width of ONE head (d_model / num_heads), not by sqrt(d_model).",
+)
+
+LAYER_ATTENTION_SLIPS = (NO_SQRT_DK, DIVIDED_BY_SQRT_D_MODEL, SOFTMAX_OVER_COLUMNS, RESHAPED_WITHOUT_TRANSPOSE,
+                         MERGED_WITHOUT_TRANSPOSE, BIAS_DROPPED, W_O_TRANSPOSED)
+
+
+def layer_attention_with_slip(X, W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O, num_heads,
+                              slip: Slip) -> tuple[np.ndarray, np.ndarray] | None:
+    """A layer's multi-head attention from its fused matrices (:func:`qkv.fused_multi_head_attention`)
+    computed with ``slip``: ``(output, weights)``, or None if the slip does not apply."""
+    X, W_Q, W_K, W_V, W_O = (np.asarray(v, dtype=float) for v in (X, W_Q, W_K, W_V, W_O))
+    if slip == BIAS_DROPPED:
+        b_Q = b_K = b_V = b_O = None
+    if slip == W_O_TRANSPOSED:
+        if W_O.shape[0] != W_O.shape[1]:
+            return None
+        W_O = W_O.T
+    Q, K, V = linear(X, W_Q, b_Q), linear(X, W_K, b_K), linear(X, W_V, b_V)  # (n, h * d_k)
+    if slip == RESHAPED_WITHOUT_TRANSPOSE:
+        Q, K, V = (split_heads_with_slip(M, num_heads, slip) for M in (Q, K, V))  # (h, n, d_k), mixed up
+    else:
+        Q, K, V = (split_heads(M, num_heads) for M in (Q, K, V))  # (h, n, d_k)
+    d_k = Q.shape[-1]
+    scale = {NO_SQRT_DK: 1.0, DIVIDED_BY_SQRT_D_MODEL: np.sqrt(d_k * num_heads)}.get(slip, np.sqrt(d_k))
+    scores = Q @ K.swapaxes(-1, -2) / scale  # (h, n, n)
+    weights = softmax(scores, axis=-2 if slip == SOFTMAX_OVER_COLUMNS else -1)
+    heads = weights @ V  # (h, n, d_v)
+    concat = merge_heads_with_slip(heads, slip) if slip == MERGED_WITHOUT_TRANSPOSE else merge_heads(heads)
+    return linear(concat, W_O, b_O), weights

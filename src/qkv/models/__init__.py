@@ -7,6 +7,8 @@
 - :mod:`qkv.models.pooling`: one vector for a sentence (mean pooling, unit length).
 - :mod:`qkv.models.analysis`: reading heads from their weights (previous token, [CLS], ...) and
   measuring what they move.
+- :mod:`qkv.models.excerpt`: the first heads of layers 1 and 2 of all-MiniLM-L6-v2 and what those layers
+  read for a few sentences, shipped with the course (numpy only), for problem set 12.
 
 Reading the weights needs the packages ``safetensors`` and ``tokenizers`` (and the package that
 ships the text model); they are imported only when a model is loaded.
@@ -17,10 +19,12 @@ from .encoder import gelu_encoder_layer, run_layers
 from .analysis import head_contribution_norms, head_pattern_scores, pattern_targets
 from .text import Encoding, TextEncoder, embed, encode, load_bert, load_minilm, tokenize
 from .vit import Classification, VisionTransformer, attention_rollout, classify, image_tokens, load_vit_digits
+from .excerpt import TextModelExcerpt, load_minilm_excerpt
 
 __all__ = [
     "mean_pooling", "unit_length", "gelu_encoder_layer", "run_layers",
     "TextEncoder", "Encoding", "tokenize", "embed", "encode", "load_bert", "load_minilm",
     "VisionTransformer", "Classification", "image_tokens", "classify", "attention_rollout", "load_vit_digits",
     "pattern_targets", "head_pattern_scores", "head_contribution_norms",
+    "TextModelExcerpt", "load_minilm_excerpt",
 ]
