@@ -78,8 +78,8 @@ def broken_class(course) -> dict:
     }
 
 
-FULL = points(source_notebook(PS2))  # every point of ps2; each slip below costs one
-EXPECTED = {"alice": FULL, "bob": FULL - 1, "carol": 0, "dave": FULL - 1, "erin": 2, "gina": FULL - 1}
+FULL = points(source_notebook(PS2))  # every point of ps2; a slip costs its cell, an ended process the cells after it too
+EXPECTED = {"alice": FULL, "bob": FULL - 1, "carol": 0, "dave": FULL - 1, "erin": 2, "gina": FULL - 2}
 
 
 @pytest.fixture(scope="module")
