@@ -269,6 +269,10 @@ PINNED = {
                                                     [0.5, 0, 0, 1]]},
     ("ps6_maps", "s0123456"): {"image": [[2, 1, 1, 1, 2, 0], [0, 1, 2, 2, 2, 0], [2, 0, 2, 0, 1, 2],
                                          [1, 0, 1, 0, 0, 0]], "query_patch": 3},
+    ("ps9_block", "ab1234"): {"x": [1, 0, 1, 0], "a": [1, -4, -7, -4], "gamma": [1.5, 1.5, 1, 1],
+                              "beta": [-0.5, 0.5, 1, 0.5]},
+    ("ps12_trained_model", "ab1234"): {"sentence": "After two late orders the driver promised compensation.",
+                                       "layer": 2, "head": 1},
 }
 
 
