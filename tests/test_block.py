@@ -252,6 +252,20 @@ def test_parameter_containers_are_read_only_copies():
         ffn.W_1[0, 0] = 1.0
 
 
+def test_multi_head_from_fused_undoes_fuse_heads():
+    """Cutting the stacked columns apart gives back every head, biases and missing biases included."""
+    attention = small_layer(d_model=6, h=3).self_attention
+    W_Q, W_K, W_V, b_Q, b_K, b_V = qkv.fuse_heads(attention.heads)
+    again = qkv.MultiHead.from_fused(W_Q, W_K, W_V, attention.W_O, 3, b_Q, b_K, b_V, attention.b_O)
+    assert again.num_heads == 3
+    for head, other in zip(attention.heads, again.heads):
+        for mine, theirs in zip(head, other):
+            np.testing.assert_array_equal(mine, theirs)
+    no_bias = qkv.MultiHead.from_fused(np.ones((4, 6)), np.ones((4, 6)), np.ones((4, 4)), np.ones((4, 4)), 2)
+    assert [head.b_Q for head in no_bias.heads] == [None, None]
+    assert [(head.d_k, head.d_v) for head in no_bias.heads] == [(3, 2), (3, 2)]  # d_k from W_Q, d_v from W_V
+
+
 # ---------------------------------------------------------------- errors
 
 
@@ -306,6 +320,13 @@ def test_multi_head_container_checks_w_o_against_the_heads():
     heads = small_layer().self_attention.heads
     with raises(ValueError, "W_O has 3 rows but the 2 heads' outputs concatenate to 4 columns"):
         qkv.MultiHead(heads, np.ones((3, 4)))
+
+
+def test_multi_head_from_fused_names_columns_that_do_not_cut_into_equal_heads():
+    with raises(ValueError, "W_Q has 6 columns", "not divisible by num_heads=4"):
+        qkv.MultiHead.from_fused(np.ones((4, 6)), np.ones((4, 6)), np.ones((4, 8)), np.ones((8, 4)), 4)
+    with raises(ValueError, "num_heads must be a positive integer, got 0"):
+        qkv.MultiHead.from_fused(np.ones((4, 6)), np.ones((4, 6)), np.ones((4, 6)), np.ones((6, 4)), 0)
 
 
 def test_encoder_layer_names_a_part_of_another_width():

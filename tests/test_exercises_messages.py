@@ -181,6 +181,20 @@ def reference(name: str, *args, **kwargs):
         n, d_model = args
         return np.array([[math.sin(p / 10000 ** (j / d_model)) if j % 2 == 0 else
                           math.cos(p / 10000 ** ((j - 1) / d_model)) for j in range(d_model)] for p in range(n)])
+    if name == "layer_norm":
+        X, gamma, beta = args
+        mean = X.mean(axis=-1, keepdims=True)
+        variance = ((X - mean) ** 2).mean(axis=-1, keepdims=True)
+        return (X - mean) / np.sqrt(variance + kwargs.get("eps", 1e-5)) * gamma + beta
+    if name == "layer_attention":
+        X, W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O, h = args
+        d_k, d_v = W_Q.shape[1] // h, W_V.shape[1] // h
+        weights, outputs = [], []
+        for i in range(h):  # head i: its own columns of W_Q, W_K, W_V
+            q, k = (X @ W_Q + b_Q)[:, i * d_k:(i + 1) * d_k], (X @ W_K + b_K)[:, i * d_k:(i + 1) * d_k]
+            weights.append(reference("softmax", q @ k.T / np.sqrt(d_k)))
+            outputs.append(weights[-1] @ (X @ W_V + b_V)[:, i * d_v:(i + 1) * d_v])
+        return np.hstack(outputs) @ W_O + b_O, np.array(weights)
     d_k, n, rng = args
     return (rng.standard_normal((n, d_k)) * rng.standard_normal((n, d_k))).sum(axis=1)
 

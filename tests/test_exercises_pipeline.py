@@ -106,6 +106,17 @@ SLIPS = {
         "  # softmax of the unscaled scores",
         1, "Likely slip: did you divide the scores by sqrt(d_k)?",
     ),
+    "ps9_block": (
+        "answer_variance",
+        "variance = np.round(np.var(x + a, ddof=1), 2)  # divided by d - 1",
+        1, "Likely slip: layer norm divides the sum of squared deviations by d, not by d - 1",
+    ),
+    "ps12_trained_model": (
+        "answer_a_head",
+        "_, weights = layer_attention(X, W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O, num_heads)\n"
+        "A_head = weights[head]  # heads counted from 0",
+        1, "Likely slip: heads are numbered from 1 in the question and Python counts from 0",
+    ),
     PROBE: (
         "answer_softmax",
         "def softmax(x):\n    return np.exp(x)  # not divided by the sum",

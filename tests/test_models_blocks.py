@@ -1,51 +1,18 @@
-"""The pieces around attention (LayerNorm, GELU, feed-forward, pooling) and the head analyses of
-qkv.models, against PyTorch, plain loops and properties that follow from their definitions."""
+"""What qkv.models adds around qkv.encoder_block (pooling, the layers of a trained model) and its head
+analyses, against plain loops and properties that follow from their definitions.
+
+qkv.layer_norm, qkv.gelu, qkv.feed_forward and qkv.encoder_block, which the trained models run on, are
+checked against PyTorch in test_against_torch.py and against loops in test_block.py."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
-import torch
 
 import qkv
 import qkv.models
-from qkv.models.encoder import EncoderLayer
 
 rng = np.random.default_rng(7)
-
-
-def test_layer_norm_matches_pytorch():
-    X = rng.standard_normal((2, 5, 16)) * 3 + 1
-    gamma, beta = rng.standard_normal(16), rng.standard_normal(16)
-    expected = torch.nn.functional.layer_norm(torch.tensor(X), (16,), torch.tensor(gamma), torch.tensor(beta),
-                                              eps=1e-12).numpy()
-    np.testing.assert_allclose(qkv.models.layer_norm(X, gamma, beta, 1e-12), expected, atol=1e-12)
-
-
-def test_layer_norm_gives_mean_0_and_variance_1_before_scaling():
-    X = rng.standard_normal((4, 9)) * 5 - 2
-    Y = qkv.models.layer_norm(X, np.ones(9), np.zeros(9), 0.0)
-    np.testing.assert_allclose(Y.mean(axis=-1), 0, atol=1e-12)
-    np.testing.assert_allclose(Y.var(axis=-1), 1, atol=1e-12)
-
-
-def test_gelu_matches_pytorch_and_the_definition():
-    x = np.linspace(-6, 6, 241)
-    np.testing.assert_allclose(qkv.models.gelu(x), torch.nn.functional.gelu(torch.tensor(x)).numpy(), atol=1e-15)
-    for value in (-1.0, 0.0, 0.5, 2.0):  # x * Phi(x), Phi the standard normal CDF
-        phi = 0.5 * math.erfc(-value / math.sqrt(2))
-        assert qkv.models.gelu(np.array([value]))[0] == pytest.approx(value * phi, abs=1e-15)
-
-
-def test_feed_forward_matches_pytorch():
-    X = rng.standard_normal((3, 8))
-    W_1, b_1 = rng.standard_normal((8, 12)), rng.standard_normal(12)
-    W_2, b_2 = rng.standard_normal((12, 8)), rng.standard_normal(8)
-    t = torch.tensor
-    expected = (torch.nn.functional.gelu(t(X) @ t(W_1) + t(b_1)) @ t(W_2) + t(b_2)).numpy()
-    np.testing.assert_allclose(qkv.models.feed_forward(X, W_1, b_1, W_2, b_2), expected, atol=1e-12)
 
 
 def test_mean_pooling_and_unit_length():
@@ -56,64 +23,65 @@ def test_mean_pooling_and_unit_length():
     np.testing.assert_array_equal(qkv.models.unit_length(np.zeros(3)), np.zeros(3))
 
 
-def test_layer_norm_refuses_parameters_of_the_wrong_width():
-    with pytest.raises(ValueError, match=r"gamma has shape \(5,\) but the tokens have 4 columns"):
-        qkv.models.layer_norm(np.ones((2, 4)), np.ones(5), np.zeros(4), 1e-5)
-
-
-def random_layer(d_model=8, num_heads=2, d_ff=16):
+def random_fused(d_model=8, num_heads=2, d_ff=16):
+    """A trained layer's arrays as a model file stores them: the heads side by side."""
     matrix = lambda *shape: rng.standard_normal(shape) * 0.5  # noqa: E731
-    return EncoderLayer(
+    return dict(
         W_Q=matrix(d_model, d_model), b_Q=matrix(d_model), W_K=matrix(d_model, d_model), b_K=matrix(d_model),
         W_V=matrix(d_model, d_model), b_V=matrix(d_model), W_O=matrix(d_model, d_model), b_O=matrix(d_model),
-        norm_1_gamma=1 + matrix(d_model), norm_1_beta=matrix(d_model), W_1=matrix(d_model, d_ff), b_1=matrix(d_ff),
-        W_2=matrix(d_ff, d_model), b_2=matrix(d_model), norm_2_gamma=1 + matrix(d_model),
-        norm_2_beta=matrix(d_model), num_heads=num_heads, eps=1e-6)
+        norm_1=(1 + matrix(d_model), matrix(d_model)), W_1=matrix(d_model, d_ff), b_1=matrix(d_ff),
+        W_2=matrix(d_ff, d_model), b_2=matrix(d_model), norm_2=(1 + matrix(d_model), matrix(d_model)),
+        num_heads=num_heads, eps=1e-6)
 
 
-def torch_encoder_layer(layer, norm_first):
-    """torch.nn.TransformerEncoderLayer holding the same parameters (PyTorch stores W^T)."""
-    d_model, d_ff = layer.W_1.shape
-    torch_layer = torch.nn.TransformerEncoderLayer(d_model, layer.num_heads, d_ff, dropout=0.0, activation="gelu",
-                                                   layer_norm_eps=layer.eps, batch_first=True,
-                                                   norm_first=norm_first, dtype=torch.float64)
-    t = torch.tensor
-    with torch.no_grad():
-        attention = torch_layer.self_attn
-        attention.in_proj_weight.copy_(t(np.concatenate([layer.W_Q.T, layer.W_K.T, layer.W_V.T])))
-        attention.in_proj_bias.copy_(t(np.concatenate([layer.b_Q, layer.b_K, layer.b_V])))
-        attention.out_proj.weight.copy_(t(layer.W_O.T))
-        attention.out_proj.bias.copy_(t(layer.b_O))
-        torch_layer.linear1.weight.copy_(t(layer.W_1.T))
-        torch_layer.linear1.bias.copy_(t(layer.b_1))
-        torch_layer.linear2.weight.copy_(t(layer.W_2.T))
-        torch_layer.linear2.bias.copy_(t(layer.b_2))
-        for norm, prefix in ((torch_layer.norm1, "norm_1"), (torch_layer.norm2, "norm_2")):
-            norm.weight.copy_(t(getattr(layer, prefix + "_gamma")))
-            norm.bias.copy_(t(getattr(layer, prefix + "_beta")))
-    return torch_layer.eval()
+def random_layer(**sizes):
+    return qkv.models.gelu_encoder_layer(**random_fused(**sizes))
 
 
-@pytest.mark.parametrize("norm_first, layer_function", [(False, qkv.models.post_norm_layer),
-                                                        (True, qkv.models.pre_norm_layer)])
-def test_encoder_layers_match_pytorch_transformer_encoder_layer(norm_first, layer_function):
-    """Post-norm (BERT) and pre-norm (ViT) against torch.nn.TransformerEncoderLayer, in float64."""
-    layer = random_layer()
+def test_a_trained_layer_cuts_its_heads_from_the_fused_columns():
+    """Head i owns columns i*d_k .. (i+1)*d_k - 1 of W_Q, W_K, W_V and of their biases."""
+    fused = random_fused(d_model=6, num_heads=3)
+    layer = qkv.models.gelu_encoder_layer(**fused)
+    assert layer.num_heads == 3 and layer.feed_forward.activation == "gelu"
+    for i, head in enumerate(layer.self_attention.heads):
+        columns = slice(2 * i, 2 * i + 2)
+        for name in ("W_Q", "W_K", "W_V"):
+            np.testing.assert_array_equal(getattr(head, name), fused[name][:, columns], err_msg=name)
+        for name in ("b_Q", "b_K", "b_V"):
+            np.testing.assert_array_equal(getattr(head, name), fused[name][columns], err_msg=name)
+    assert layer.norm_1.eps == layer.norm_2.eps == 1e-6
+
+
+def test_a_trained_layer_runs_as_fused_attention_would():
+    """The per-head layer gives the weights and output of fused_multi_head_attention on the fused arrays."""
+    fused = random_fused()
     X = rng.standard_normal((3, 5, 8))
-    with torch.no_grad():
-        expected = torch_encoder_layer(layer, norm_first)(torch.tensor(X)).numpy()
-    Y, weights = layer_function(X, layer)
-    np.testing.assert_allclose(Y, expected, atol=1e-10)
-    assert weights.shape == (3, 2, 5, 5)
+    expected, expected_weights = qkv.fused_multi_head_attention(
+        X, fused["W_Q"], fused["W_K"], fused["W_V"], fused["W_O"], 2,
+        fused["b_Q"], fused["b_K"], fused["b_V"], fused["b_O"])
+    output, weights = qkv.multi_head_attention(X, *qkv.models.gelu_encoder_layer(**fused).self_attention)
+    np.testing.assert_allclose(weights, expected_weights, atol=1e-12)
+    np.testing.assert_allclose(output, expected, atol=1e-12)
 
 
-def test_an_encoder_layer_refuses_mismatched_matrices():
-    good = random_layer()
-    fields = {name: getattr(good, name) for name in good.__dataclass_fields__}
-    with pytest.raises(ValueError, match=r"W_1 has shape \(7, 16\); every projection of the layer reads d_model=8"):
-        EncoderLayer(**{**fields, "W_1": np.ones((7, 16))})
+def test_run_layers_keeps_every_input_and_output():
+    layers = [random_layer(), random_layer()]
+    X = rng.standard_normal((4, 8))
+    hidden, weights = qkv.models.run_layers(X, layers, norm_first=True)
+    assert hidden.shape == (3, 4, 8) and weights.shape == (2, 2, 4, 4)
+    np.testing.assert_array_equal(hidden[0], X)
+    for index, layer in enumerate(layers):
+        Y, layer_weights = qkv.encoder_block(hidden[index], layer, norm_first=True)
+        np.testing.assert_array_equal(hidden[index + 1], Y)
+        np.testing.assert_array_equal(weights[index], layer_weights)
+
+
+def test_a_trained_layer_refuses_mismatched_matrices():
+    good = random_fused()
+    with pytest.raises(ValueError, match=r"feed_forward reads vectors of width 7 but the block's tokens have d_model=8"):
+        qkv.models.gelu_encoder_layer(**{**good, "W_1": np.ones((7, 16))})
     with pytest.raises(ValueError, match="not divisible by num_heads=3"):
-        EncoderLayer(**{**fields, "num_heads": 3})
+        qkv.models.gelu_encoder_layer(**{**good, "num_heads": 3})
 
 
 # ---------------------------------------------------------------- reading heads
@@ -167,10 +135,10 @@ def test_head_contribution_norms_match_a_loop():
     layer = random_layer()
     X = rng.standard_normal((4, 8))
     norms, weights = qkv.models.head_contribution_norms(X, layer)
-    d_k = layer.d_k
-    for h, head in enumerate(layer.heads()):
+    d_k = 4
+    for h, head in enumerate(layer.self_attention.heads):
         V = X @ head.W_V + head.b_V  # (n, d_k)
-        W_O = layer.W_O[h * d_k:(h + 1) * d_k]  # (d_k, d_model)
+        W_O = layer.self_attention.W_O[h * d_k:(h + 1) * d_k]  # (d_k, d_model)
         for i in range(4):
             for j in range(4):
                 expected = np.linalg.norm(weights[h, i, j] * V[j] @ W_O)

@@ -112,18 +112,22 @@ def test_sentence_embeddings_match_sentence_transformers(model):
         assert abs(np.linalg.norm(embedding) - 1) < 1e-12
 
 
-def test_per_head_form_gives_the_same_layer(model):
-    """A layer's heads one by one through qkv.multi_head_attention equal the fused form: what a
-    student writes from one layer's matrices can be graded against the forward pass."""
+def test_fused_form_gives_the_same_layer(model):
+    """A layer's heads stacked again (qkv.fuse_heads) through qkv.fused_multi_head_attention equal the
+    per-head layer the forward pass runs: the heads were cut from the right columns, and what a student
+    writes from one layer's wide matrices can be graded against the forward pass."""
     encoding = qkv.models.encode(model, SENTENCES[0])
     for index in (0, 2, 5):
-        layer = model.layers[index]
+        attention = model.layers[index].self_attention
         X = encoding.hidden_states[index]
-        fused, fused_weights = qkv.models.attention_sublayer(X, layer)
-        per_head, per_head_weights = qkv.multi_head_attention(X, layer.heads(), layer.W_O, layer.b_O)
-        np.testing.assert_allclose(per_head_weights, encoding.weights[index], atol=1e-12)
+        W_Q, W_K, W_V, b_Q, b_K, b_V = qkv.fuse_heads(attention.heads)
+        fused, fused_weights = qkv.fused_multi_head_attention(
+            X, W_Q, W_K, W_V, attention.W_O, attention.num_heads, b_Q, b_K, b_V, attention.b_O)
+        per_head, per_head_weights = qkv.multi_head_attention(X, *attention)
+        np.testing.assert_allclose(fused_weights, encoding.weights[index], atol=1e-12)
+        np.testing.assert_allclose(per_head_weights, encoding.weights[index], atol=0)
         np.testing.assert_allclose(per_head, fused, atol=1e-10)
-        assert len(layer.heads()) == 12 and layer.heads()[0].W_Q.shape == (384, 32)
+        assert attention.num_heads == 12 and attention.heads[0].W_Q.shape == (384, 32)
 
 
 def test_head_of_layer_is_a_column_slice_of_the_safetensors_matrix(model):
@@ -132,7 +136,7 @@ def test_head_of_layer_is_a_column_slice_of_the_safetensors_matrix(model):
 
     raw = load_file(str(MODEL_DIR / "model.safetensors"))
     query = raw["encoder.layer.3.attention.self.query.weight"]  # (d_out, d_in), PyTorch's layout
-    head = model.layers[3].heads()[7]
+    head = model.layers[3].self_attention.heads[7]
     np.testing.assert_array_equal(head.W_Q, query[7 * 32:8 * 32].T.astype(np.float64))
     np.testing.assert_array_equal(head.b_Q, raw["encoder.layer.3.attention.self.query.bias"][7 * 32:8 * 32])
 
@@ -147,7 +151,7 @@ def test_the_model_is_trained(model):
 
 def test_weights_and_hidden_states_are_read_only(model):
     with pytest.raises(ValueError):
-        model.layers[0].W_Q[0, 0] = 1.0
+        model.layers[0].self_attention.heads[0].W_Q[0, 0] = 1.0
     with pytest.raises(ValueError):
         model.word_embeddings[0, 0] = 1.0
 

@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 PAGES = toc_docnames(ROOT / "_toc.yml")
 EXERCISES_PAGE = "book/exercises"
-PROBLEM_SETS = [f"ps{n}" for n in (*range(1, 9), 10, 11)]
+PROBLEM_SETS = [f"ps{n}" for n in range(1, 13)]
 # nbgrader's markers; none may survive into what students download.
 SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 

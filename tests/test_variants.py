@@ -356,6 +356,10 @@ PINNED = {
     ("ps7_masks", "ab1234"): {"X_kv": [[0, 1, 1, 0], [1, 1, 0, 1], [0, 0, 1, 0]],
                               "W_Q": [[1, 0, 0, 0], [0, 1, 1, -1], [0, -1, 2, -1], [0, 0, 0, 0]]},
     ("ps8_position", "zoë.chen"): {"order": [3, 1, 0, 2], "d_model": 8, "position": 9, "pair": [9, 12]},
+    ("ps9_block", "ab1234"): {"x": [1, 0, 1, 0], "a": [1, -4, -7, -4], "gamma": [1.5, 1.5, 1, 1],
+                              "beta": [-0.5, 0.5, 1, 0.5]},
+    ("ps12_trained_model", "ab1234"): {"sentence": "After two late orders the driver promised compensation.",
+                                       "layer": 2, "head": 1},
 }
 
 

@@ -17,8 +17,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .attention import cross_attention, linear
-from .multihead import Head, _check_heads_and_output, _check_multi_head, multi_head_attention
-from .validate import as_bias, as_matrix, as_positive_number, as_real_array, check_tokens, shape_str
+from .multihead import Head, _check_heads_and_output, _check_multi_head, check_equal_slices, multi_head_attention
+from .validate import (as_bias, as_matrix, as_positive_number, as_real_array, check_head_params, check_tokens,
+                       shape_str)
 
 ACTIVATIONS = ("relu", "gelu")
 
@@ -308,6 +309,37 @@ class MultiHead:
         """The width of the layer's output (the columns of ``W_O``)."""
         return self.W_O.shape[1]
 
+    @property
+    def num_heads(self) -> int:
+        """``h``, the number of heads."""
+        return len(self.heads)
+
+    @classmethod
+    def from_fused(cls, W_Q, W_K, W_V, W_O, num_heads, b_Q=None, b_K=None, b_V=None,
+                   b_O=None) -> "MultiHead":
+        """The heads that :func:`qkv.fuse_heads` stacks side by side, cut apart again.
+
+        Head ``i`` gets columns ``i*d_k`` to ``(i+1)*d_k - 1`` of ``W_Q`` and
+        ``W_K`` (and ``i*d_v`` to ``(i+1)*d_v - 1`` of ``W_V``), and the same
+        entries of their biases, as :func:`qkv.split_heads` cuts ``Q``, ``K``
+        and ``V``. The arguments are those of
+        :func:`qkv.fused_multi_head_attention`; trained models store their
+        layers this way.
+
+        Raises:
+            ValueError: if the columns do not cut into ``num_heads`` equal
+                slices, or a shape does not fit (naming it).
+        """
+        W_Q, W_K, W_V, b_Q, b_K, b_V = check_head_params(W_Q, W_K, W_V, b_Q, b_K, b_V)
+        num_heads = check_equal_slices(W_Q, W_V, num_heads)
+
+        def cut(value):
+            """One fused parameter as ``num_heads`` slices of its columns (a missing bias: None each)."""
+            return [None] * num_heads if value is None else np.split(value, num_heads, axis=-1)
+
+        parts = zip(*(cut(value) for value in (W_Q, W_K, W_V, b_Q, b_K, b_V)))
+        return cls(tuple(Head(*part) for part in parts), W_O, b_O)
+
 
 def _check_widths(parts: dict, d_model: int) -> None:
     """Every part of a block reads and writes tokens of width ``d_model``: the residual sums fit."""
@@ -353,6 +385,10 @@ class EncoderLayer:
     @property
     def d_model(self) -> int:
         return self.self_attention.d_model
+
+    @property
+    def num_heads(self) -> int:
+        return self.self_attention.num_heads
 
 
 @dataclass(frozen=True, eq=False)

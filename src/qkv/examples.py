@@ -1019,3 +1019,263 @@ def _workable_positions() -> tuple[PositionEncodingExample, ...]:
         if _all_differ(_position_steps(ex), seed_steps):
             found.append(ex)
     return tuple(found)
+
+
+
+# =========================================================================== the block around attention
+#
+# Problem set 9 (book/transformer_block.md) follows one token through a block: 補償's residual sum and
+# its layer norm, in the delivery example.
+
+
+@dataclass(frozen=True)
+class BlockRowExample:
+    """One token's row through the first half of a post-LN block.
+
+    ``x`` ``(d_model,)`` is the token's vector and ``attended`` ``(d_model,)`` what multi-head
+    attention adds to it; their residual sum is normalised by a layer norm with ``gamma``,
+    ``beta`` ``(d_model,)`` and ``eps``.
+    """
+
+    token: str
+    x: np.ndarray
+    attended: np.ndarray
+    gamma: np.ndarray
+    beta: np.ndarray
+    eps: float
+
+
+def delivery_block_row_example(variant: int = 0) -> BlockRowExample:
+    """補償's residual sum and layer norm in the encoder block of :func:`delivery_encoder_layer`.
+
+    Variant 0 is the chapter's: ``x = [1, 1, 0, 0]``, ``attended`` is seed 000's two heads'
+    output for 補償 (``W_O = I``), and the layer norm starts as before training (``gamma = 1``,
+    ``beta = 0``, ``eps = 1e-5``).
+
+    Other variants keep the token, the shapes and the steps, with numbers a student can
+    follow by hand: ``x`` of 0s and 1s, ``attended`` of whole numbers, so that the residual
+    sum is 4 whole numbers with a whole mean and a whole standard deviation (1 to 5; mostly
+    rows whose normalised entries are not all +-1); ``gamma`` in halves from 0.5 to 2 and
+    ``beta`` in halves from -1 to 1, neither the identity. Every step (the sum, its mean and
+    variance, the normalised row, the scaled and shifted row) differs from the chapter's by
+    more than 0.01, and neither the sum nor the final row is one of the given rows.
+    """
+    if variant != 0:
+        return _block_row_variant(variant)
+    ex = delivery_example()
+    attended, _ = _delivery_multi_head(ex)
+    return BlockRowExample(token=ex.tokens[COMPENSATION], x=ex.X[COMPENSATION].copy(),
+                           attended=attended[COMPENSATION], gamma=np.ones(4), beta=np.zeros(4), eps=1e-5)
+
+
+def _delivery_multi_head(ex: MultiHeadExample) -> tuple[np.ndarray, np.ndarray]:
+    from .multihead import multi_head_attention
+
+    return multi_head_attention(ex.X, ex.heads, ex.W_O, ex.b_O)
+
+
+def block_row_steps(example: BlockRowExample) -> list[np.ndarray]:
+    """The residual sum, its mean and variance, the normalised row and gamma * it + beta, in plain numpy."""
+    r = example.x + example.attended  # (d_model,)
+    mean = r.mean()
+    variance = ((r - mean) ** 2).mean()
+    normalised = (r - mean) / np.sqrt(variance + example.eps)
+    return [r, np.array(mean), np.array(variance), normalised, example.gamma * normalised + example.beta]
+
+
+@functools.cache
+def _workable_residual_rows() -> tuple[np.ndarray, np.ndarray]:
+    """Rows of 4 whole numbers from -6 to 8 with a whole mean and a whole standard deviation from 1 to 5:
+    ``(interesting, plain)``, the plain ones those whose normalised entries are all +-1."""
+    values = np.arange(-6, 9)
+    rows = np.array(list(itertools.product(values, repeat=4)), dtype=float)  # (50625, 4)
+    total = rows.sum(axis=1)
+    rows = rows[total % 4 == 0]
+    deviations = rows - rows.mean(axis=1, keepdims=True)
+    squares = (deviations ** 2).sum(axis=1)  # 4 * variance
+    root = np.round(np.sqrt(squares / 4))
+    whole = (root >= 1) & (root <= 5) & np.isclose(root ** 2 * 4, squares)
+    rows, deviations, root = rows[whole], deviations[whole], root[whole]
+    plain = np.all(np.isclose(np.abs(deviations), root[:, None]), axis=1)
+    return rows[~plain], rows[plain]
+
+
+def _block_row_candidate(draw: VariantDraw) -> BlockRowExample:
+    interesting, plain = _workable_residual_rows()
+    rows = draw.choice((interesting, interesting, interesting, plain))
+    r = rows[draw.integer(0, len(rows) - 1)]
+    x = np.array(draw.until(lambda d: d.integers(0, 1, (4,)), any, "token vector"), dtype=float)
+    gamma = np.array([draw.halves(0.5, 2) for _ in range(4)])
+    beta = np.array([draw.halves(-1, 1) for _ in range(4)])
+    return BlockRowExample(token="補償", x=x, attended=r - x, gamma=gamma, beta=beta, eps=1e-5)
+
+
+@functools.cache
+def _seed_block_row_steps() -> tuple[np.ndarray, ...]:
+    return tuple(block_row_steps(delivery_block_row_example()))
+
+
+def _block_row_workable(example: BlockRowExample) -> bool:
+    steps = block_row_steps(example)
+    givens = (example.x, example.attended, example.gamma, example.beta)
+    return (not np.all(example.gamma == 1) and not np.all(example.beta == 0)
+            and _all_differ(steps, _seed_block_row_steps())
+            and all(apart_from_seed(steps[i], given) for i in (0, 3, 4) for given in givens))
+
+
+def _block_row_variant(variant: int) -> BlockRowExample:
+    return VariantDraw("delivery_block_row", variant).until(_block_row_candidate, _block_row_workable,
+                                                            "block row")
+
+
+# =========================================================================== a head of a trained model
+#
+# Problem set 12 (book/trained_model.md) runs the first heads of one layer of all-MiniLM-L6-v2 from
+# their matrices and reads one head's map from "compensation". Its numbers come from the excerpt of the
+# model that ships with the course (qkv.models.load_minilm_excerpt): a student's install has no model
+# package.
+
+QUERY_WORD = "compensation"
+HEAD_PATTERNS = ("previous token", "next token", "[CLS]")  # what a variant's head may be named after
+PATTERN_SCORE = 0.5  # a head is named after a pattern when its score, over the excerpt's sentences, is this or more
+ROW_MARGIN = 0.3  # and the query word's row puts this much more on the pattern's key than on any other
+
+
+@dataclass(frozen=True, eq=False)
+class TrainedHeadExample:
+    """One head of a trained model's layer, on one sentence.
+
+    ``X`` ``(n, d_model)`` is what layer ``layer`` (counting from 1) reads for ``sentence``, whose
+    ``tokens`` it has one row each; ``attention`` holds the fused matrices of the layer's first
+    ``num_heads`` heads (``W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O``, see
+    :class:`qkv.models.TextModelExcerpt`); ``head`` (counting from 1) follows ``pattern`` (one of
+    :data:`HEAD_PATTERNS`), and the row of ``query`` in its map puts the most weight on
+    ``tokens[attended]``. ``sentence_index`` is the sentence's place in the excerpt.
+    """
+
+    model: str
+    sentence: str
+    sentence_index: int
+    tokens: tuple[str, ...]
+    layer: int
+    head: int
+    num_heads: int
+    X: np.ndarray
+    attention: dict
+    query: str
+    attended: int
+    pattern: str
+
+
+def compensation_head_example(variant: int = 0) -> TrainedHeadExample:
+    """A head of all-MiniLM-L6-v2 that follows a clear pattern, and what "compensation" attends to in it.
+
+    Variant 0 is the trained-model chapter's sentence, "The delivery was late, so I want
+    compensation.", in layer 1, head 3: the previous-token head, so compensation attends to
+    "want". Other variants draw a pattern (the previous token, or [CLS]; no head of the
+    excerpt follows the next token from "compensation"), then a layer, head and
+    sentence of the excerpt whose head is named after that pattern (its score over the
+    excerpt's sentences is :data:`PATTERN_SCORE` or more) and whose row for "compensation"
+    puts the most weight on the pattern's key, by :data:`ROW_MARGIN` or more, and on another
+    word than "want".
+    """
+    candidates = _compensation_heads()
+    if variant == 0:
+        layer, head, sentence, pattern = 1, 3, 0, compensation_head_pattern(1, 3)
+    else:
+        draw = VariantDraw("compensation_head", variant)
+        pattern = draw.choice(sorted(p for p, found in candidates.items() if found))
+        layer, head, sentence = draw.choice(candidates[pattern])
+    return _trained_head_example(layer, head, sentence, pattern)
+
+
+def _trained_head_example(layer: int, head: int, sentence: int, pattern: str) -> TrainedHeadExample:
+    from .models.excerpt import load_minilm_excerpt
+
+    excerpt = load_minilm_excerpt()
+    tokens = excerpt.tokens[sentence]
+    weights = _excerpt_maps()[layer][sentence]  # (h, n, n)
+    query = tokens.index(QUERY_WORD)
+    return TrainedHeadExample(
+        model=excerpt.name, sentence=excerpt.sentences[sentence], sentence_index=sentence, tokens=tokens,
+        layer=layer, head=head, num_heads=excerpt.num_heads[layer], X=excerpt.inputs[layer][sentence],
+        attention=dict(excerpt.attention[layer]), query=QUERY_WORD,
+        attended=int(np.argmax(weights[head - 1, query])), pattern=pattern)
+
+
+@functools.cache
+def _excerpt_maps() -> dict[int, tuple[np.ndarray, ...]]:
+    """The map ``(h, n, n)`` of every head the excerpt holds, by layer, on every sentence."""
+    from .models.excerpt import load_minilm_excerpt
+    from .multihead import fused_multi_head_attention
+
+    excerpt = load_minilm_excerpt()
+    maps = {}
+    for layer in excerpt.layers:
+        a = excerpt.attention[layer]
+        maps[layer] = tuple(
+            fused_multi_head_attention(X, a["W_Q"], a["W_K"], a["W_V"], a["W_O"], excerpt.num_heads[layer],
+                                       a["b_Q"], a["b_K"], a["b_V"], a["b_O"])[1]
+            for X in excerpt.inputs[layer])
+    return maps
+
+
+@functools.cache
+def _named_heads() -> dict[tuple[int, int], str]:
+    """``{(layer, head): pattern}`` for every head of the excerpt named after one of :data:`HEAD_PATTERNS`
+    (heads counting from 1): its score over the excerpt's sentences is :data:`PATTERN_SCORE` or more."""
+    from .models.analysis import head_pattern_scores
+    from .models.excerpt import load_minilm_excerpt
+
+    excerpt = load_minilm_excerpt()
+    named = {}
+    for layer in excerpt.layers:
+        scores = [head_pattern_scores(w, tokens) for w, tokens in zip(_excerpt_maps()[layer], excerpt.tokens)]
+        for pattern in HEAD_PATTERNS:
+            average = np.nanmean([s[pattern] for s in scores], axis=0)  # (h,)
+            for head in np.flatnonzero(average >= PATTERN_SCORE):
+                named[(layer, int(head) + 1)] = pattern
+    return named
+
+
+def compensation_head_pattern(layer: int, head: int) -> str:
+    """The pattern that head ``head`` (counting from 1) of layer ``layer`` of the model excerpt follows.
+
+    Raises:
+        ValueError: if the head follows none of :data:`HEAD_PATTERNS` clearly enough to be named.
+    """
+    try:
+        return _named_heads()[(layer, head)]
+    except KeyError:
+        raise ValueError(f"head {head} of layer {layer} follows none of {', '.join(HEAD_PATTERNS)} "
+                         f"(score {PATTERN_SCORE} or more)") from None
+
+
+@functools.cache
+def _compensation_heads() -> dict[str, tuple[tuple[int, int, int], ...]]:
+    """For each pattern, every ``(layer, head, sentence)`` a variant may ask about (heads counting from 1)."""
+    from .models.analysis import pattern_targets
+    from .models.excerpt import load_minilm_excerpt
+
+    excerpt = load_minilm_excerpt()
+    seed = _seed_compensation_answer()
+    found = {pattern: [] for pattern in HEAD_PATTERNS}
+    for (layer, head), pattern in sorted(_named_heads().items()):
+        for sentence, tokens in enumerate(excerpt.tokens):
+            query = tokens.index(QUERY_WORD)
+            row = _excerpt_maps()[layer][sentence][head - 1, query]  # (n,)
+            target = np.flatnonzero(pattern_targets(tokens)[pattern][query])
+            top = int(np.argmax(row))
+            if (len(target) == 1 and top == target[0] and _margins(row) >= ROW_MARGIN
+                    and tokens[top] != seed and (layer, head, sentence) != (1, 3, 0)):
+                found[pattern].append((layer, head, sentence))
+    return {pattern: tuple(candidates) for pattern, candidates in found.items()}
+
+
+def _seed_compensation_answer() -> str:
+    """The word compensation attends to most in variant 0 (layer 1, head 3, the chapter's sentence)."""
+    from .models.excerpt import load_minilm_excerpt
+
+    tokens = load_minilm_excerpt().tokens[0]
+    row = _excerpt_maps()[1][0][2, tokens.index(QUERY_WORD)]
+    return tokens[int(np.argmax(row))]

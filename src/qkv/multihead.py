@@ -217,6 +217,13 @@ def _check_fused(X, W_Q, W_K, W_V, W_O, num_heads, b_Q, b_K, b_V, b_O):
     """Validate the fused parameters against X, each other and the number of heads."""
     W_Q, W_K, W_V, b_Q, b_K, b_V = check_head_params(W_Q, W_K, W_V, b_Q, b_K, b_V)
     X = check_tokens(X, W_Q.shape[0], "W_Q")
+    num_heads = check_equal_slices(W_Q, W_V, num_heads)
+    W_O, b_O = _check_output_projection(W_O, b_O, [W_V.shape[1] // num_heads] * num_heads)
+    return X, num_heads, W_O, b_O
+
+
+def check_equal_slices(W_Q, W_V, num_heads) -> int:
+    """The columns of the fused ``W_Q`` (and ``W_K``) and ``W_V`` must cut into ``num_heads`` equal slices."""
     num_heads = check_num_heads(num_heads)
     for name, W in (("W_Q", W_Q), ("W_V", W_V)):
         if W.shape[1] % num_heads:
@@ -224,5 +231,4 @@ def _check_fused(X, W_Q, W_K, W_V, W_O, num_heads, b_Q, b_K, b_V, b_O):
                 f"{name} has {W.shape[1]} columns (shape {shape_str(W.shape)}), "
                 f"not divisible by num_heads={num_heads}: every head needs an equal slice"
             )
-    W_O, b_O = _check_output_projection(W_O, b_O, [W_V.shape[1] // num_heads] * num_heads)
-    return X, num_heads, W_O, b_O
+    return num_heads

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qkv import attention, blockwise, lookup, masks, multihead, position, trace, vision
+from qkv import attention, block, blockwise, lookup, masks, multihead, position, trace, vision
 from qkv.validate import shape_str
 
 from .slips import Slip
@@ -322,7 +322,7 @@ class QkvNotAvailable(RuntimeError):
     """Raised by qkv's functions while :func:`qkv_switched_off` is active."""
 
 
-_REFERENCE_MODULES = (attention, multihead, trace, vision, blockwise, lookup, masks, position)
+_REFERENCE_MODULES = (attention, multihead, trace, vision, blockwise, lookup, masks, position, block)
 
 
 @contextlib.contextmanager

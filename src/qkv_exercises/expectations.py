@@ -14,13 +14,13 @@ import numpy as np
 
 from qkv.attention import cross_attention, linear, scaled_dot_product_attention, softmax
 from qkv.examples import BYTES_PER_NUMBER
-from qkv.multihead import Head
+from qkv.multihead import Head, fused_multi_head_attention
 from qkv.position import position_angles, sinusoidal_position_encoding
 from qkv.variants import VariantDraw
 from qkv.vision import patchify, to_patch_grid
 
 from . import slips
-from .checking import HAND_TOLERANCE, Expectation, Labels, describe_input, rows_sum_to_one
+from .checking import CODE_TOLERANCE, HAND_TOLERANCE, Expectation, Labels, describe_input, rows_sum_to_one
 from .checks import Choice, ChoiceCheck
 
 # --------------------------------------------------------------------------- steps of attention
@@ -271,13 +271,15 @@ def option_check(grade_id: str, answer: str, options: dict[str, str], right: str
                        description)
 
 
-def ordered_options(options: Sequence[str], right: str, draw_name: str, variant: int) -> tuple[str, ...]:
+def ordered_options(options: Sequence[str], right: str, draw_name: str, variant: int, *,
+                    seed_place: int | None = None) -> tuple[str, ...]:
     """``options`` in the variant's order (drawn as ``draw_name``); the right one never at the letter it has
-    in variant 0, so that the book's letter is never the answer."""
+    in variant 0 (``seed_place``, by default its place in ``options``), so that the book's letter is never
+    the answer. Variant 0 keeps the given order."""
     texts = tuple(options)
     if variant == 0:
         return texts
-    seed_place = texts.index(right)
+    seed_place = texts.index(right) if seed_place is None else seed_place
     order = VariantDraw(draw_name, variant).until(
         lambda d: d.permutation(len(texts)), lambda o: [texts[i] for i in o].index(right) != seed_place, "order")
     return tuple(texts[i] for i in order)
@@ -502,3 +504,59 @@ def expect_offset_dot_product(pair: tuple[int, int], d_model: int) -> Expectatio
                      (slips.EXPONENT_I_NOT_2I,
                       np.array(np.cos((q - p) * 10000.0 ** (-np.arange(d_model // 2) / d_model)).sum()))],
         what="your answer, one number")
+
+
+# --------------------------------------------------------------------------- the block around attention (ps9)
+
+_BLOCK_ROW_STEPS = {
+    "r": ("x + a", "one number per feature (4)"),
+    "mean": ("the mean of the 4 entries of r", ""),
+    "variance": ("the mean of (r_c - mean)^2 over the 4 entries", ""),
+    "normalised": ("(r - mean) / sqrt(variance + eps)", "one number per feature (4)"),
+    "scaled": ("gamma * normalised + beta, feature by feature", "one number per feature (4)"),
+}
+
+
+def expect_block_row_step(step: str, x, attended, gamma, beta, eps, *, name: str) -> Expectation:
+    """One step of a token's row through the residual sum and the layer norm (see
+    :func:`qkv_exercises.slips.block_row_steps`); every slip of :data:`~qkv_exercises.slips.BLOCK_ROW_SLIPS`
+    is a candidate."""
+    steps = slips.block_row_steps(x, attended, gamma, beta, eps)
+    if step not in steps:
+        raise ValueError(f"unknown step {step!r}; the steps are {', '.join(steps)}")
+    formula, shape_help = _BLOCK_ROW_STEPS[step]
+    return Expectation(
+        steps[step], HAND_TOLERANCE, formula=formula, shape_help=shape_help,
+        slip_values=[(slip, slips.block_row_steps(x, attended, gamma, beta, eps, slip).get(step))
+                     for slip in slips.BLOCK_ROW_SLIPS],
+        what="your answer, one number" if steps[step].ndim == 0 else "your answer, a list of 4 numbers")
+
+
+# --------------------------------------------------------------------------- a layer of a trained model (ps12)
+
+LAYER_ARRAYS = ("W_Q", "b_Q", "W_K", "b_K", "W_V", "b_V", "W_O", "b_O")
+
+
+def layer_weights(X, arrays, num_heads: int, slip=None) -> np.ndarray | None:
+    """Every head's map ``(h, n, n)`` of a layer given by its fused ``arrays`` (named as
+    :data:`LAYER_ARRAYS`) on ``X``: :func:`qkv.fused_multi_head_attention`'s, or with ``slip`` made."""
+    W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O = (arrays[name] for name in LAYER_ARRAYS)
+    if slip is None:
+        return fused_multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, b_Q, b_K, b_V, b_O)[1]
+    slipped = slips.layer_attention_with_slip(X, W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O, num_heads, slip)
+    return None if slipped is None else slipped[1]
+
+
+def expect_head_map(X, arrays, num_heads: int, head: int, *, name: str, tokens) -> Expectation:
+    """Head ``head``'s map (counting from 1) of the layer given by its fused ``arrays`` on ``X``: the
+    forward pass's weights, checked to the tolerance of code (1e-6)."""
+    weights = layer_weights(X, arrays, num_heads)  # (h, n, n)
+    slip_values = [(slip, None if (w := layer_weights(X, arrays, num_heads, slip)) is None else w[head - 1])
+                   for slip in slips.LAYER_ATTENTION_SLIPS if slip != slips.W_O_TRANSPOSED]
+    if head < num_heads:
+        slip_values.insert(0, (slips.HEAD_COUNTED_FROM_0, weights[head]))
+    return Expectation(
+        weights[head - 1], CODE_TOLERANCE, formula=f"head {head}'s weights softmax(Q K^T / sqrt(d_k))",
+        shape_help=f"one row per query token ({len(tokens)}), one column per key token ({len(tokens)})",
+        labels=(tokens, tokens), slip_values=slip_values, hints=[rows_sum_to_one(name, CODE_TOLERANCE)],
+        what="your answer, an array of weights")

@@ -16,9 +16,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from qkv.attention import causal_mask, softmax
+from qkv.block import layer_norm
 from qkv.blockwise import online_softmax_update
 from qkv.masks import padding_mask
-from qkv.multihead import merge_heads, split_heads
+from qkv.multihead import fused_multi_head_attention, merge_heads, split_heads
 from qkv.position import sinusoidal_position_encoding
 from qkv.validate import shape_str
 
@@ -681,3 +682,148 @@ def judge_encoding(call: Call, result, reveal: bool) -> Verdict:
         slip_values=[(slip, slips.encoding_with_slip(positions, d_model, slip)) for slip in _ENCODING_FUNCTION_SLIPS],
         what="an array")
     return judge_value(result, call.label, expectation, reveal=reveal)
+
+
+
+# --------------------------------------------------------------------------- layer_norm(X, gamma, beta, eps=1e-5)
+
+LAYER_NORM = "layer_norm"
+EPS_HINT = ("A row whose entries are all equal has variance 0: divide by sqrt(variance + eps), so that the "
+            "division stays finite.")
+
+
+def layer_norm_call(X, gamma, beta, eps: float | None = None, *, what: str, behaviour: str) -> Call:
+    """``layer_norm(X, gamma, beta)`` (``eps`` None: the default eps) or ``layer_norm(X, gamma, beta, eps=eps)``."""
+    X, gamma, beta = (np.asarray(v, dtype=float) for v in (X, gamma, beta))
+    kwargs = {} if eps is None else {"eps": float(eps)}
+    label = f"{LAYER_NORM}({what}{'' if eps is None else f', eps={eps:g}'})"
+    return Call(args=(X, gamma, beta), kwargs=kwargs, label=label, behaviour=behaviour)
+
+
+def _norm_parameters(rng: np.random.Generator, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """gamma in halves from 0.5 to 2, beta in halves from -1 to 1."""
+    return random_halves(rng, (d,), 0.5, 2), random_halves(rng, (d,), -1, 1)
+
+
+def layer_norm_rows_call(rng: np.random.Generator, shape: tuple[int, int]) -> Call:
+    X = random_halves(rng, shape, -3, 3)
+    return layer_norm_call(X, np.ones(shape[-1]), np.zeros(shape[-1]),
+                           what=f"an array of shape {shape_str(shape)}, gamma = 1, beta = 0", behaviour="rows")
+
+
+def layer_norm_gamma_beta_call(rng: np.random.Generator, shape: tuple[int, ...],
+                               behaviour: str = "gamma and beta") -> Call:
+    gamma, beta = _norm_parameters(rng, shape[-1])
+    return layer_norm_call(random_halves(rng, shape, -3, 3), gamma, beta,
+                           what=f"an array of shape {shape_str(shape)}, gamma, beta", behaviour=behaviour)
+
+
+def layer_norm_eps_call(rng: np.random.Generator, eps: float | None, d: int) -> Call:
+    """Two rows, the first of equal entries (variance 0: only eps keeps it finite); ``eps`` None: the default."""
+    X = np.stack([np.full(d, float(rng.integers(-3, 4))), random_halves(rng, (d,), -2, 2)])  # (2, d)
+    gamma, beta = _norm_parameters(rng, d)
+    return layer_norm_call(X, gamma, beta, eps, what=f"a row of equal entries and one more ({shape_str(X.shape)})",
+                           behaviour="eps")
+
+
+def layer_norm_large_call(rng: np.random.Generator, shape: tuple[int, int]) -> Call:
+    """Rows near a million or more, spread by about 1: the variance from squares loses every digit."""
+    offsets = 10.0 ** rng.integers(6, 8, size=(shape[0], 1)) * rng.integers(1, 10, size=(shape[0], 1))
+    gamma, beta = _norm_parameters(rng, shape[1])
+    return layer_norm_call(offsets + rng.normal(size=shape), gamma, beta,
+                           what=f"rows near a million or more ({shape_str(shape)})", behaviour="large values")
+
+
+def random_layer_norm_calls(rng: np.random.Generator) -> list[Call]:
+    """Random inputs trying every behaviour of layer_norm: rows, gamma and beta, eps, 3-D input, large values."""
+    return [layer_norm_rows_call(rng, (int(rng.integers(2, 6)), int(rng.integers(3, 9)))),
+            layer_norm_gamma_beta_call(rng, (int(rng.integers(2, 6)), int(rng.integers(3, 9)))),
+            layer_norm_eps_call(rng, [None, 0.01, 0.1, 0.5, 2.0][int(rng.integers(5))], int(rng.integers(3, 7))),
+            layer_norm_gamma_beta_call(rng, (2, int(rng.integers(2, 4)), int(rng.integers(3, 7))), "3-D input"),
+            layer_norm_large_call(rng, (int(rng.integers(2, 4)), int(rng.integers(4, 8))))]
+
+
+def judge_layer_norm(call: Call, result, reveal: bool) -> Verdict:
+    """Compare ``layer_norm(X, gamma, beta, eps)`` with :func:`qkv.layer_norm`; name a slip."""
+    X, gamma, beta = call.args
+    eps = call.kwargs.get("eps", 1e-5)
+    expectation = Expectation(
+        layer_norm(X, gamma, beta, eps), CODE_TOLERANCE, shape_help="the shape of X: each row normalised",
+        slip_values=[(slip, slips.layer_norm_with_slip(X, gamma, beta, eps, slip)) for slip in slips.LAYER_NORM_SLIPS],
+        nonfinite_hint=EPS_HINT, what="an array")
+    return judge_value(result, call.label, expectation, reveal=reveal)
+
+
+def explain_layer_norm_error(call: Call, raised: Raised) -> str | None:
+    """The likely slip behind an error: a mean or variance without keepdims that does not broadcast back."""
+    if "broadcast" in raised.message:
+        return slips.STATISTICS_WITHOUT_KEEPDIMS.advice
+    return None
+
+
+# --------------------------------------------------------------------------- layer_attention(X, W_Q, ..., num_heads)
+
+LAYER_ATTENTION = "layer_attention"
+
+
+def layer_attention_call(X, arrays, num_heads: int, *, what: str, behaviour: str) -> Call:
+    """``layer_attention(X, W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O, num_heads)`` with the fused ``arrays``
+    (named as :data:`~qkv_exercises.expectations.LAYER_ARRAYS`)."""
+    values = tuple(np.asarray(arrays[name], dtype=float) for name in LAYER_ARRAYS)
+    return Call(args=(np.asarray(X, dtype=float), *values, int(num_heads)), label=f"{LAYER_ATTENTION}({what})",
+                behaviour=behaviour)
+
+
+def small_layer_call(rng: np.random.Generator, n: int, d_model: int, num_heads: int) -> Call:
+    """A small layer of halves: ``n`` tokens of width ``d_model``, ``num_heads`` heads."""
+    arrays = {name: random_halves(rng, (d_model, d_model) if name.startswith("W") else (d_model,), -1, 1)
+              for name in LAYER_ARRAYS}
+    return layer_attention_call(random_halves(rng, (n, d_model), -2, 2), arrays, num_heads,
+                                what=f"{n} tokens of width {d_model}, {num_heads} heads", behaviour="a small layer")
+
+
+def random_small_layer_calls(rng: np.random.Generator) -> list[Call]:
+    sizes = [(4, 6, 3), (5, 8, 4), (3, 6, 2), (1, 4, 2)]  # (n, d_model, h)
+    n, d_model, num_heads = sizes[int(rng.integers(len(sizes)))]
+    return [small_layer_call(rng, n, d_model, num_heads)]
+
+
+def judge_layer_attention(call: Call, result, reveal: bool) -> Verdict:
+    """Compare ``(output, weights)`` with :func:`qkv.fused_multi_head_attention` on the layer's arrays; name a slip."""
+    X, W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O, num_heads = call.args
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        kind = f"a {type(result).__name__} of {len(result)}" if isinstance(result, (tuple, list)) else (
+            f"one {type(result).__name__}")
+        return Verdict(False, f"{call.label} returned {kind}; it must return a pair: return output, weights")
+    output, weights = result
+    expected_output, expected_weights = fused_multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads,
+                                                                   b_Q, b_K, b_V, b_O)
+    if _looks_swapped(output, weights, {"A": expected_weights, "O": expected_output}):
+        return Verdict(False, f"{call.label} returned the weights first.\n"
+                              f"Likely slip: {slips.OUTPUT_AND_WEIGHTS_SWAPPED.advice}")
+    slipped = [(slip, slips.layer_attention_with_slip(*call.args, slip)) for slip in slips.LAYER_ATTENTION_SLIPS]
+    n, d_out = expected_output.shape
+    parts = ((weights, expected_weights, 1, "weights",
+              f"(h, n, n) = {shape_str(expected_weights.shape)}: one map per head, one row per query token"),
+             (output, expected_output, 0, "output", f"(n, d_model) = ({n}, {d_out}): one row per token"))
+    for part, expected, index, name, shape_help in parts:
+        expectation = Expectation(expected, CODE_TOLERANCE, shape_help=shape_help,
+                                  slip_values=[(s, None if v is None else v[index]) for s, v in slipped],
+                                  nonfinite_hint=OVERFLOW_HINT, what="an array")
+        verdict = judge_value(part, f"the {name} of {call.label}", expectation, reveal=reveal)
+        if not verdict.passed:
+            return verdict
+    return Verdict(True, f"{call.label} is correct.")
+
+
+def explain_layer_attention_error(call: Call, raised: Raised) -> str | None:
+    """The likely slip behind an error: K where K^T belongs, heads cut with a reshape that does not fit."""
+    if raised.type_name == "ValueError" and any(word in raised.message for word in ("matmul", "not aligned",
+                                                                                    "core dimension")):
+        return ("the scores of every head are Q K^T: with Q and K of shape (h, n, d_k), write "
+                "Q @ K.transpose(0, 2, 1) (K.T would reverse all three axes).")
+    if "reshape" in raised.message:
+        return slips.RESHAPED_WITHOUT_TRANSPOSE.advice
+    if "broadcast" in raised.message:
+        return slips.MISSING_KEEPDIMS.advice
+    return None

@@ -89,7 +89,7 @@ class Session:
     verdicts: dict = field(default_factory=dict)
 
     # The methods a set-up cell may call besides reading givens; at grading they do nothing.
-    DISPLAY_METHODS = ("show", "show_maps", "show_options")
+    DISPLAY_METHODS = ("show", "show_maps", "show_options", "show_tokens")
 
     def __post_init__(self):
         self.variant = self.solver.variant(self.problem_set.name)
@@ -138,6 +138,10 @@ class Session:
     def show_options(self, options) -> None:
         """Print the options of a multiple-choice question, lettered (a), (b), ..."""
         print("\n".join(f"({letter}) {text}" for letter, text in zip("abcdefgh", options)))
+
+    def show_tokens(self, tokens) -> None:
+        """Print the tokens with their positions, counting from 0: ``0 [CLS]   1 the   2 delivery ...``."""
+        print("   ".join(f"{position} {token}" for position, token in enumerate(tokens)))
 
     # ----------------------------------------------------------------------- checking
 

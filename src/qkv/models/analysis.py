@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..attention import linear
-from ..multihead import split_heads
+from ..multihead import multi_head_attention
 from ..validate import as_real_array, shape_str
-from .encoder import attention_sublayer
 
 SPECIAL_TOKENS = ("[CLS]", "[SEP]")
 
@@ -100,14 +99,17 @@ def head_contribution_norms(X, layer):
 
     Args:
         X: the tokens the layer's heads read, ``(n, d_model)``.
-        layer: an :class:`~qkv.models.EncoderLayer`.
+        layer: a :class:`qkv.EncoderLayer`.
 
     Returns:
         ``(norms, weights)``, both ``(h, n, n)``.
     """
-    h = layer.num_heads
-    _, weights = attention_sublayer(X, layer)  # (h, n, n)
-    V = split_heads(linear(X, layer.W_V, layer.b_V), h)  # (h, n, d_v)
-    W_O = layer.W_O.reshape(h, -1, layer.W_O.shape[1])  # (h, d_v, d_model)
-    moved = np.linalg.norm(V @ W_O, axis=-1)  # (h, n): || v_j W_O^(h) ||
-    return weights * moved[:, None, :], weights  # (h, n, n)
+    attention = layer.self_attention
+    _, weights = multi_head_attention(X, *attention)  # (h, n, n)
+    moved, first_row = [], 0
+    for head in attention.heads:
+        V = linear(X, head.W_V, head.b_V)  # (n, d_v)
+        W_O = attention.W_O[first_row:first_row + head.d_v]  # (d_v, d_model): the rows for this head
+        moved.append(np.linalg.norm(V @ W_O, axis=-1))  # (n,): || v_j W_O^(h) ||
+        first_row += head.d_v
+    return weights * np.stack(moved)[:, None, :], weights  # (h, n, n)

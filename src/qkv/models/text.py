@@ -20,9 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ..block import EncoderLayer, layer_norm
 from ..validate import shape_str
-from .blocks import layer_norm, mean_pooling, unit_length
-from .encoder import EncoderLayer, post_norm_layer, read_only, read_safetensors, run_layers
+from .encoder import gelu_encoder_layer, read_only, read_safetensors, run_layers
+from .pooling import mean_pooling, unit_length
 
 
 @dataclass(frozen=True, eq=False)
@@ -31,7 +32,7 @@ class TextEncoder:
 
     ``word_embeddings`` ``(vocabulary, d_model)``, ``position_embeddings`` ``(max_positions, d_model)``,
     ``token_type_embeddings`` ``(2, d_model)``; ``norm_gamma``, ``norm_beta`` ``(d_model,)`` and ``eps``
-    normalise the embeddings; ``layers`` holds one :class:`~qkv.models.EncoderLayer` per layer;
+    normalise the embeddings; ``layers`` holds one :class:`qkv.EncoderLayer` per layer (post-LN);
     ``max_tokens`` is the longest input the model was trained on, ``[CLS]`` and ``[SEP]`` included.
     """
 
@@ -122,8 +123,8 @@ def encode(model, sentence):
         e = \frac{\bar h}{\lVert \bar h \rVert},\
         \bar h = \tfrac{1}{n}\textstyle\sum_i H^{(L)}_i
 
-    Every layer is :func:`~qkv.models.post_norm_layer`, whose attention is
-    :func:`qkv.fused_multi_head_attention`.
+    Every layer is :func:`qkv.encoder_block` in post-LN order (BERT's),
+    whose attention is :func:`qkv.multi_head_attention`.
 
     Returns:
         an :class:`Encoding`: the tokens, every hidden state, every head's
@@ -131,7 +132,7 @@ def encode(model, sentence):
     """
     tokens, ids = tokenize(model, sentence)
     hidden_states, weights = run_layers(
-        embed(model, ids), model.layers, post_norm_layer)  # (L+1, n, d)
+        embed(model, ids), model.layers, norm_first=False)  # (L+1, n, d)
     embedding = unit_length(mean_pooling(hidden_states[-1]))  # (d_model,)
     return Encoding(sentence, tokens, hidden_states, weights, embedding)
 
@@ -198,16 +199,18 @@ def _bert_layer(tensors, prefix, num_heads, eps):
     def bias(name):
         return tensors[prefix + name + ".bias"]
 
-    return EncoderLayer(
+    def norm(name):
+        return tensors[prefix + name + ".weight"], bias(name)
+
+    return gelu_encoder_layer(
         W_Q=weight("attention.self.query"), b_Q=bias("attention.self.query"),
         W_K=weight("attention.self.key"), b_K=bias("attention.self.key"),
         W_V=weight("attention.self.value"), b_V=bias("attention.self.value"),
         W_O=weight("attention.output.dense"), b_O=bias("attention.output.dense"),
-        norm_1_gamma=tensors[prefix + "attention.output.LayerNorm.weight"],
-        norm_1_beta=bias("attention.output.LayerNorm"),
+        norm_1=norm("attention.output.LayerNorm"),
         W_1=weight("intermediate.dense"), b_1=bias("intermediate.dense"),
         W_2=weight("output.dense"), b_2=bias("output.dense"),
-        norm_2_gamma=tensors[prefix + "output.LayerNorm.weight"], norm_2_beta=bias("output.LayerNorm"),
+        norm_2=norm("output.LayerNorm"),
         num_heads=int(num_heads), eps=eps,
     )
 

@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from ..attention import linear
+from ..block import EncoderLayer, layer_norm
 from ..validate import as_real_array, shape_str
 from ..vision import patchify
-from .blocks import layer_norm
-from .encoder import EncoderLayer, freeze_arrays, pre_norm_layer, read_safetensors, run_layers
+from .encoder import freeze_arrays, gelu_encoder_layer, read_safetensors, run_layers
 
 WEIGHTS_FILE = Path(__file__).with_name("vit_digits.safetensors")
 
@@ -34,7 +34,7 @@ class VisionTransformer:
 
     ``W_patch`` ``(P * P, d_model)`` and ``b_patch`` embed a flattened patch; ``class_token``
     ``(d_model,)``; ``position_embeddings`` ``(N + 1, d_model)`` (the class token's first);
-    ``layers``: one :class:`~qkv.models.EncoderLayer` each; ``norm_gamma``, ``norm_beta`` and ``eps``:
+    ``layers``: one :class:`qkv.EncoderLayer` each (pre-LN); ``norm_gamma``, ``norm_beta`` and ``eps``:
     the final LayerNorm; ``W_classifier`` ``(d_model, classes)`` and ``b_classifier``.
     ``pixel_scale`` divides the raw pixels; ``held_out_indices`` are the images never used in training.
     """
@@ -128,8 +128,8 @@ def classify(model, images):
     .. math:: H^{(l)} = \mathrm{Layer}_l\big(H^{(l-1)}\big),\qquad
               \mathrm{logits} = \mathrm{LayerNorm}\big(H^{(L)}_{\mathrm{class}}\big)\, W_{\mathrm{classifier}} + b
 
-    Every layer is :func:`~qkv.models.pre_norm_layer`, whose attention is
-    :func:`qkv.fused_multi_head_attention`.
+    Every layer is :func:`qkv.encoder_block` in pre-LN order (ViT's),
+    whose attention is :func:`qkv.multi_head_attention`.
 
     Args:
         model: a :class:`VisionTransformer`.
@@ -138,7 +138,7 @@ def classify(model, images):
     Returns:
         a :class:`Classification`.
     """
-    hidden_states, weights = run_layers(image_tokens(model, images), model.layers, pre_norm_layer)
+    hidden_states, weights = run_layers(image_tokens(model, images), model.layers, norm_first=True)
     class_vector = layer_norm(hidden_states[-1][..., 0, :], model.norm_gamma, model.norm_beta, model.eps)
     logits = linear(class_vector[..., None, :], model.W_classifier, model.b_classifier)[..., 0, :]  # (..., classes)
     return Classification(logits, hidden_states, weights)
@@ -201,13 +201,13 @@ def _torch_encoder_layer(tensors, prefix, num_heads, eps):
     """One ``torch.nn.TransformerEncoderLayer``'s parameters: ``in_proj`` stacks W_Q, W_K, W_V."""
     W_Q, W_K, W_V = np.split(tensors[prefix + "self_attn.in_proj_weight"], 3)  # 3 x (d_model, d_model)
     b_Q, b_K, b_V = np.split(tensors[prefix + "self_attn.in_proj_bias"], 3)
-    return EncoderLayer(
+    return gelu_encoder_layer(
         W_Q=W_Q.T, b_Q=b_Q, W_K=W_K.T, b_K=b_K, W_V=W_V.T, b_V=b_V,
         W_O=tensors[prefix + "self_attn.out_proj.weight"].T, b_O=tensors[prefix + "self_attn.out_proj.bias"],
-        norm_1_gamma=tensors[prefix + "norm1.weight"], norm_1_beta=tensors[prefix + "norm1.bias"],
+        norm_1=(tensors[prefix + "norm1.weight"], tensors[prefix + "norm1.bias"]),
         W_1=tensors[prefix + "linear1.weight"].T, b_1=tensors[prefix + "linear1.bias"],
         W_2=tensors[prefix + "linear2.weight"].T, b_2=tensors[prefix + "linear2.bias"],
-        norm_2_gamma=tensors[prefix + "norm2.weight"], norm_2_beta=tensors[prefix + "norm2.bias"],
+        norm_2=(tensors[prefix + "norm2.weight"], tensors[prefix + "norm2.bias"]),
         num_heads=num_heads, eps=eps,
     )
 
