@@ -50,6 +50,12 @@ SLIPS = {
         "K1 = np.round(X @ head_1.W_K, 2)  # X W_K without the bias",
         1, "Likely slip: did you forget the bias?",
     ),
+    "ps2_scaled_dot_product": (
+        "answer_weights_head1",
+        "S_raw = Q1 @ K1.T\nA1 = np.round(np.exp(S_raw) / np.exp(S_raw).sum(axis=1, keepdims=True), 2)"
+        "  # softmax of the unscaled scores",
+        1, "Likely slip: did you divide the scores by sqrt(d_k)?",
+    ),
     "ps3_sqrt_dk": (
         "answer_variance_of_dot_product",
         "variance_of_dot_product = np.sqrt(d_k * variance * variance)  # the standard deviation",
@@ -76,17 +82,6 @@ SLIPS = {
         "patch_grid = np.round(exponentials / exponentials.sum(), 2).reshape(3, 2).T  # filled column by column",
         1, "Likely slip: did you fill the grid column by column?",
     ),
-    "ps10_online_softmax": (
-        "answer_reversed_state_2",
-        "# the running sum not rescaled when the maximum grows in block 2\n"
-        "m_1, m_2 = reversed_blocks[0].max(), reversed_blocks[1].max()\n"
-        "reversed_state_2 = [m_2, np.exp(reversed_blocks[0] - m_1).sum() + np.exp(reversed_blocks[1] - m_2).sum()]",
-        1, "Likely slip: did you rescale the running sum?",
-    ),
-    "ps11_soft_lookup": (
-        "answer_exponents",
-        "exponents = ((K - q) ** 2).sum(axis=1) / (2 * sigma**2)  # the minus sign left out",
-        1, "Likely slip: did you forget the minus sign?",
     "ps7_masks": (
         "answer_weights_late",
         "row = S1[1].copy()\n"
@@ -100,16 +95,22 @@ SLIPS = {
         "PE_p = np.ravel(np.column_stack([np.cos(angles_p), np.sin(angles_p)]))  # cosine first",
         1, "Likely slip: the even dimensions 2i take the sine",
     ),
-    "ps2_scaled_dot_product": (
-        "answer_weights_head1",
-        "S_raw = Q1 @ K1.T\nA1 = np.round(np.exp(S_raw) / np.exp(S_raw).sum(axis=1, keepdims=True), 2)"
-        "  # softmax of the unscaled scores",
-        1, "Likely slip: did you divide the scores by sqrt(d_k)?",
-    ),
     "ps9_block": (
         "answer_variance",
         "variance = np.round(np.var(x + a, ddof=1), 2)  # divided by d - 1",
         1, "Likely slip: layer norm divides the sum of squared deviations by d, not by d - 1",
+    ),
+    "ps10_online_softmax": (
+        "answer_reversed_state_2",
+        "# the running sum not rescaled when the maximum grows in block 2\n"
+        "m_1, m_2 = reversed_blocks[0].max(), reversed_blocks[1].max()\n"
+        "reversed_state_2 = [m_2, np.exp(reversed_blocks[0] - m_1).sum() + np.exp(reversed_blocks[1] - m_2).sum()]",
+        1, "Likely slip: did you rescale the running sum?",
+    ),
+    "ps11_soft_lookup": (
+        "answer_exponents",
+        "exponents = ((K - q) ** 2).sum(axis=1) / (2 * sigma**2)  # the minus sign left out",
+        1, "Likely slip: did you forget the minus sign?",
     ),
     "ps12_trained_model": (
         "answer_a_head",

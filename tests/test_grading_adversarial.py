@@ -275,8 +275,8 @@ def test_a_notebook_that_sleeps_in_every_cell_is_stopped_with_what_it_did_in_tim
 
 def test_classmates_are_not_affected(graded):
     for run in graded["runs"]:
-        for key, points in HONEST.items():
-            assert run["grades"][key] == points, student_lines(run["result"].stdout, key[0])
+        for key, score in HONEST.items():
+            assert run["grades"][key] == score, student_lines(run["result"].stdout, key[0])
             lines = student_lines(run["result"].stdout, key[0])
             assert len(lines) == 1, f"notes on an honest submission: {lines}"
         assert run["classmate"] == (graded["folder"] / "honest_a" / PS2 / f"{PS2}.ipynb").read_bytes()

@@ -36,7 +36,7 @@ from .checking import (
     judge_value,
 )
 from .checks import Call, Raised
-from .expectations import step_meaning
+from .expectations import LAYER_ARRAYS, step_meaning
 
 SIMULATION_TOLERANCE = 0.10  # a simulated variance passes within 10% of the exact one
 SIMULATION_SAMPLES = 20_000
