@@ -12,6 +12,7 @@ from .attention import causal_mask, linear, scaled_dot_product_attention, self_a
 from .multihead import Head, fuse_heads, fused_multi_head_attention, merge_heads, multi_head_attention, split_heads
 from .trace import HeadTrace, MultiHeadTrace, Projection, project, trace_head, trace_multi_head
 from .vision import patchify, to_patch_grid
+from .initialisation import lecun_normal
 
 __all__ = [
     "softmax",
@@ -34,4 +35,5 @@ __all__ = [
     "patchify",
     "to_patch_grid",
     "examples",
+    "lecun_normal",
 ]
