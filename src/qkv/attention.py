@@ -182,8 +182,12 @@ def cross_attention(X_q, X_kv, W_Q, W_K, W_V, b_Q=None, b_K=None, b_V=None,
                     mask=None):
     r"""One head: queries from one sequence, keys and values from another.
 
-    .. math:: Q = X_q W_Q + b_Q,\quad K = X_{kv} W_K + b_K,
-              \quad V = X_{kv} W_V + b_V,\quad \mathrm{Attention}(Q, K, V)
+    .. math::
+        Q = X_q W_Q + b_Q
+
+        K = X_{kv} W_K + b_K,\quad V = X_{kv} W_V + b_V
+
+        \mathrm{Attention}(Q, K, V)
 
     In an encoder-decoder Transformer ``X_q`` holds the decoder's tokens and
     ``X_kv`` the encoder's output; the two may differ in length.

@@ -20,8 +20,10 @@ _erf = np.frompyfunc(math.erf, 1, 1)  # the standard library's erf, entry by ent
 def layer_norm(X, gamma, beta, eps):
     r"""Normalise each token's vector to mean 0 and variance 1, then scale and shift it.
 
-    .. math:: \mathrm{LayerNorm}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta,
-              \quad \mu = \tfrac{1}{d}\textstyle\sum_i x_i,\ \sigma^2 = \tfrac{1}{d}\sum_i (x_i - \mu)^2
+    .. math::
+        \mathrm{LayerNorm}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta
+
+        \mu = \tfrac{1}{d}\textstyle\sum_i x_i,\ \sigma^2 = \tfrac{1}{d}\sum_i (x_i - \mu)^2
 
     Args:
         X: tokens, shape ``(..., n, d_model)``; each row is normalised on its own.

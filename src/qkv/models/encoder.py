@@ -115,7 +115,8 @@ def post_norm_layer(X, layer):
     r"""One BERT encoder layer: add each sublayer's output, then normalise.
 
     .. math::
-        A = \mathrm{LayerNorm}_1\big(X + \mathrm{MHA}(X)\big), \qquad
+        A = \mathrm{LayerNorm}_1\big(X + \mathrm{MHA}(X)\big)
+
         Y = \mathrm{LayerNorm}_2\big(A + \mathrm{FFN}(A)\big)
 
     Args:
@@ -136,7 +137,8 @@ def pre_norm_layer(X, layer):
     r"""One ViT encoder layer: each sublayer reads a normalised copy; add.
 
     .. math::
-        A = X + \mathrm{MHA}\big(\mathrm{LayerNorm}_1(X)\big), \qquad
+        A = X + \mathrm{MHA}\big(\mathrm{LayerNorm}_1(X)\big)
+
         Y = A + \mathrm{FFN}\big(\mathrm{LayerNorm}_2(A)\big)
 
     Args:

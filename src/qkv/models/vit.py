@@ -125,8 +125,10 @@ def image_tokens(model, images):
 def classify(model, images):
     r"""Run the ViT on images: embed the patches, run every layer, classify the class token.
 
-    .. math:: H^{(l)} = \mathrm{Layer}_l\big(H^{(l-1)}\big),\qquad
-              \mathrm{logits} = \mathrm{LayerNorm}\big(H^{(L)}_{\mathrm{class}}\big)\, W_{\mathrm{classifier}} + b
+    .. math::
+        H^{(l)} = \mathrm{Layer}_l\big(H^{(l-1)}\big)
+
+        \mathrm{logits} = \mathrm{LayerNorm}\big(H^{(L)}_{\mathrm{class}}\big)\, W_{\mathrm{classifier}} + b
 
     Every layer is :func:`~qkv.models.pre_norm_layer`, whose attention is
     :func:`qkv.fused_multi_head_attention`.
