@@ -340,11 +340,13 @@ class PageVisit:
     favicon: str | None = None
     screenshot: Path | None = None
     problems_before_checks: list[str] = dataclasses.field(default_factory=list)
+    layout: dict = dataclasses.field(default_factory=dict)
+    figures: dict = dataclasses.field(default_factory=dict)
 
 
 def new_page(browser, recorder: Recorder, **context_options):
     """A fresh browser context (empty cache and storage) with one page watched by ``recorder``."""
-    context = browser.new_context(viewport=VIEWPORT, **context_options)
+    context = browser.new_context(**{"viewport": VIEWPORT, **context_options})
     context.set_default_timeout(PAGE_TIMEOUT_MS)
     page = context.new_page()
     recorder.attach(page)
@@ -356,20 +358,15 @@ def visit(browser, base: str, docname: str, screenshot_dir: Path | None) -> Page
     recorder = Recorder(base)
     context, page = new_page(browser, recorder)
     try:
-        page.add_init_script(MATHJAX_WATCH)
-        url = page_url(base, docname)
-        response = page.goto(url, wait_until="load")
-        result = PageVisit(docname, url, response.status if response else None, recorder)
-        try:
-            page.wait_for_function(MATHJAX_SETTLED, timeout=PAGE_TIMEOUT_MS)
-        except Exception as error:  # noqa: BLE001 - reported as a finding, the other checks still run
-            result.problems_before_checks.append(f"MathJax did not finish typesetting: {error}")
+        result = open_typeset(page, base, docname, recorder)
         times = page.evaluate(LOAD_TIMES)
         if times["mathError"]:
             result.problems_before_checks.append(f"MathJax failed: {times['mathError']}")
         result.load_ms = max(t for t in (times["load"], times["mathDone"]) if t is not None)
         result.images = page.evaluate(IMAGES)
         result.math = page.evaluate(MATH, RAW_TEX)
+        result.layout = page.evaluate(LAYOUT)
+        result.figures = page.evaluate(FIGURES)
         navigation = page.evaluate(NAVIGATION)
         result.sidebar, result.next, result.prev = navigation["sidebar"], navigation["next"], navigation["prev"]
         result.links = navigation["links"]
@@ -450,3 +447,100 @@ class FontCoverage:
         if faces is None:
             return None
         return any(self._has(ranges, char) for ranges in faces)
+
+
+# Widths a reader's screen has: a laptop (the theme shows both sidebars) and a phone.
+WIDE = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+# What does not fit its box. Code blocks, display equations and tables are measured where they are
+# drawn: an element whose content is wider than the box that shows it (scrollWidth > clientWidth) is
+# clipped or scrolls sideways. Display math is also measured against its container, and inline math
+# against the article, since MathJax's output may spill out of a box without making it scroll. The
+# page itself: the document wider than the window.
+LAYOUT = """() => {
+  const article = document.querySelector('.bd-article') || document.querySelector('main') || document.body;
+  const describe = (el) => {
+    const section = el.closest('section[id]');
+    const text = (el.innerText || el.textContent || '').replace(/\\s+/g, ' ').trim().slice(0, 70);
+    return (section ? '#' + section.id + ': ' : '') + text;
+  };
+  const over = (el, slack = 1) => el.scrollWidth > el.clientWidth + slack;
+  const found = [];
+  const add = (kind, el, content, box) =>
+    found.push({kind, where: describe(el), content: Math.round(content), box: Math.round(box)});
+  for (const pre of article.querySelectorAll('pre')) {
+    if (pre.offsetParent !== null && over(pre)) add('code', pre, pre.scrollWidth, pre.clientWidth);
+  }
+  const articleRight = article.getBoundingClientRect().right;
+  for (const mjx of article.querySelectorAll('mjx-container')) {
+    if (mjx.offsetParent === null) continue;
+    const math = mjx.querySelector('mjx-math') || mjx;
+    const width = math.getBoundingClientRect().width;
+    if (mjx.getAttribute('display') === 'true') {
+      const box = mjx.clientWidth || mjx.parentElement.clientWidth;
+      if (width > box + 1 || over(mjx)) add('equation', mjx, width, box);
+    } else if (math.getBoundingClientRect().right > articleRight + 1) {
+      add('inline math', mjx, math.getBoundingClientRect().right, articleRight);
+    }
+  }
+  for (const table of article.querySelectorAll('table')) {
+    if (table.offsetParent === null) continue;
+    const box = table.parentElement;
+    if (over(box, 2) || table.getBoundingClientRect().width > box.clientWidth + 2) {
+      add('table', table, table.getBoundingClientRect().width, box.clientWidth);
+    }
+  }
+  const root = document.documentElement;
+  const page = root.scrollWidth > root.clientWidth + 1
+    ? {content: root.scrollWidth, box: root.clientWidth} : null;
+  return {offenders: found, page};
+}"""
+
+# Every picture in the article: its alt text, whether it sits in a <figure>, and that figure's caption;
+# and every <figure>, with or without a picture.
+FIGURES = """() => {
+  const article = document.querySelector('.bd-article') || document.querySelector('main') || document.body;
+  const caption = (figure) => {
+    const c = figure && figure.querySelector('figcaption');
+    return c ? c.innerText.replace(/\\s+/g, ' ').trim() : '';
+  };
+  const images = [...article.querySelectorAll('img')].map((img) => {
+    const figure = img.closest('figure');
+    return {src: img.getAttribute('src') || '', alt: (img.getAttribute('alt') || '').trim(),
+            inFigure: !!figure, caption: caption(figure)};
+  });
+  const figures = [...article.querySelectorAll('figure')].map((figure) => ({
+    id: figure.id || '', caption: caption(figure), images: figure.querySelectorAll('img').length}));
+  return {images, figures};
+}"""
+
+
+def visit_phone(browser, base: str, docname: str, screenshot_dir: Path | None) -> PageVisit:
+    """Open one page on a phone's screen (390 px, touch) and measure what does not fit."""
+    recorder = Recorder(base)
+    context, page = new_page(browser, recorder, viewport=PHONE, is_mobile=True, has_touch=True)
+    try:
+        result = open_typeset(page, base, docname, recorder)
+        page.evaluate("document.fonts.ready.then(() => true)")
+        result.images = page.evaluate(IMAGES)  # decoded pictures have their real height
+        result.layout = page.evaluate(LAYOUT)
+        if screenshot_dir is not None:
+            result.screenshot = screenshot_dir / ("phone-" + docname.replace("/", "__") + ".png")
+            page.screenshot(path=str(result.screenshot), full_page=True)
+        return result
+    finally:
+        context.close()
+
+
+def open_typeset(page, base: str, docname: str, recorder: Recorder) -> PageVisit:
+    """Open ``docname`` and wait until MathJax has typeset it; a failure to typeset is noted."""
+    page.add_init_script(MATHJAX_WATCH)
+    url = page_url(base, docname)
+    response = page.goto(url, wait_until="load")
+    result = PageVisit(docname, url, response.status if response else None, recorder)
+    try:
+        page.wait_for_function(MATHJAX_SETTLED, timeout=PAGE_TIMEOUT_MS)
+    except Exception as error:  # noqa: BLE001 - reported as a finding, the other checks still run
+        result.problems_before_checks.append(f"MathJax did not finish typesetting: {error}")
+    return result

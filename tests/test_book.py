@@ -81,7 +81,11 @@ def code_blocks(html_file: Path) -> list[str]:
 
 
 def latex_matrix(text: str, label: str) -> np.ndarray:
-    """The entries of the first bmatrix that follows ``label`` in the page's math text."""
+    """The entries of the first bmatrix that follows ``label`` in the page's math text.
+
+    An equation over several aligned lines writes ``&=``; the label matches either form.
+    """
+    text, label = text.replace("&=", "="), label.replace("&=", "=")
     start = text.find(label)
     assert start >= 0, f"{label!r} is not on the page"
     match = re.search(r"\\begin\{bmatrix\}(.*?)\\end\{bmatrix\}", text[start:], flags=re.S)
@@ -217,9 +221,31 @@ def source_of(module_path: str, name: str) -> str:
     return textwrap.dedent(inspect.getsource(obj)).rstrip()
 
 
+SHOW_SOURCE = re.compile(r"\bshow_source\((qkv(?:_book)?(?:\.\w+)+)\)")
+
+
+def shown_sources(source: Path) -> list[str]:
+    """The dotted names (``qkv.linear``) a chapter shows with ``show_source(...)``."""
+    return SHOW_SOURCE.findall(source.read_text(encoding="utf-8"))
+
+
+def source_of_name(dotted: str) -> str:
+    """The current source of ``qkv.linear`` or ``qkv_book.widgets.ScalingExplorer.weights``."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in parts[cut:]:
+            obj = getattr(obj, part)
+        return textwrap.dedent(inspect.getsource(obj)).rstrip()
+    raise AssertionError(f"show_source({dotted}): no such module")
+
+
 def test_chapters_include_qkv_functions():
-    """The chapters show the reference code through literalinclude (formula, then code)."""
-    counts = {source.stem: len(literal_includes(source)) for source in chapter_sources()}
+    """The chapters show the reference code, with literalinclude or show_source (formula, then code)."""
+    counts = {source.stem: len(literal_includes(source)) + len(shown_sources(source)) for source in chapter_sources()}
     for chapter in ("qkv_roles", "scaled_dot_product", "why_sqrt_dk", "single_head", "multi_head", "attention_maps",
                     "masks_cross_attention", "position", "trained_model"):
         assert counts.get(chapter, 0) > 0, f"{chapter} shows no qkv function with literalinclude"
@@ -235,6 +261,9 @@ def test_each_literalinclude_shows_the_current_source_of_its_function(built_site
             expected = source_of(module_path, name)
             if expected not in blocks:
                 problems.append(f"{source.name}: the block for {name} is not the source of qkv's {name}")
+        for dotted in shown_sources(source):
+            if source_of_name(dotted) not in blocks:
+                problems.append(f"{source.name}: no code block on the page is the source of {dotted}")
     assert not problems, "\n".join(problems)
 
 

@@ -88,7 +88,8 @@ def test_head_trace_equations_show_seed_000_head_1():
                        "S^{(1)}\\", "A^{(1)}\\", "O^{(1)}\\"]
     np.testing.assert_allclose(read_bmatrices(equations[6])[-1], SEED_000_A1, atol=1e-6)
     np.testing.assert_allclose(read_bmatrices(equations[7])[-1], SEED_000_O1, atol=1e-6)
-    assert r"\frac{S_{\mathrm{raw}}^{(1)}}{1.414214}" in equations[5]
+    # the exact root, not a rounded 1.414214 that would make 2.828428 / 1.414214 look like 2.000001
+    assert r"\frac{S_{\mathrm{raw}}^{(1)}}{\sqrt{2}}" in equations[5]
 
 
 def test_projection_chain_shows_product_bias_and_sum():

@@ -6,7 +6,10 @@ test checks HTTP status of the page and every asset, the console, typeset math, 
 the font that actually drew the Chinese text, and the navigation (sidebar, next/previous, search).
 The Exercises page must offer each released problem set as a zip without solutions.
 
-A full-page screenshot of every page goes to ``_build/screenshots/`` for review, with the measured
+Every page must fit a laptop (1280 px) and a phone (390 px): no code, equation or table clipped or
+scrolling sideways (code may scroll on a phone), and every picture has alt text and a caption.
+
+A full-page screenshot of every page, at both widths, goes to ``_build/screenshots/`` for review, with the measured
 load times (navigation start to the load event and MathJax's first typesetting) in ``load-times.txt``.
 """
 
@@ -27,7 +30,10 @@ from playwright.sync_api import sync_playwright
 
 from .browser_support import (
     CHROMIUM,
+    FIGURES,
+    LAYOUT,
     MATH,
+    PHONE,
     RAW_TEX,
     FontCoverage,
     Recorder,
@@ -35,11 +41,13 @@ from .browser_support import (
     fetch,
     launch_chromium,
     new_page,
+    open_typeset,
     page_url,
     probe_cjk_fonts,
     serve,
     toc_docnames,
     visit,
+    visit_phone,
     without_fragment,
 )
 
@@ -480,3 +488,142 @@ def test_page_load_times(visits, capsys):
     (SCREENSHOTS / "load-times.txt").write_text(summary + "\n" + "\n".join(lines) + "\n", encoding="utf-8")
     with capsys.disabled():
         print(f"\n{summary}\n" + "\n".join(lines) + f"\nscreenshots: {SCREENSHOTS}")
+
+
+# ---------------------------------------------------------------- every page fits, every picture is described
+#
+# At 1280 px (both sidebars shown) no code block, equation or table may be clipped or scroll
+# sideways, and the page itself must not. At 390 px (a phone) code may scroll inside its box, but
+# the page may not scroll sideways and no equation or table may be clipped. Every picture sits in
+# a figure with a caption and has alt text that says what it shows (not a file name).
+
+
+@pytest.fixture(scope="module")
+def phone_visits(browser, site, screenshots):
+    """Each page opened once (lazily) on a phone's screen, 390 px wide."""
+    cache = {}
+
+    def get(docname):
+        if docname not in cache:
+            cache[docname] = visit_phone(browser, site, docname, screenshots)
+        return cache[docname]
+
+    return get
+
+
+def generated_pages(html_root: Path) -> list[str]:
+    """The pages Sphinx makes beside the table of contents (search, the general index, ...)."""
+    pages = []
+    for html_file in sorted(html_root.glob("*.html")):
+        text = html_file.read_text(encoding="utf-8", errors="replace")
+        if 'http-equiv="refresh"' in text or "http-equiv='refresh'" in text:
+            continue  # a redirect, not a page
+        pages.append(html_file.stem)
+    return [name for name in pages if name not in PAGES]
+
+
+def layout_problems(layout: dict, *, code_may_scroll: bool) -> list[str]:
+    problems = []
+    for item in layout["offenders"]:
+        if code_may_scroll and item["kind"] == "code":
+            continue
+        problems.append(
+            f"{item['kind']} {item['content']} px wide in a box of {item['box']} px: {item['where']!r}"
+        )
+    if layout["page"]:
+        problems.append(
+            f"the page scrolls sideways: {layout['page']['content']} px of content in a "
+            f"{layout['page']['box']} px window"
+        )
+    return problems
+
+
+FILE_NAME = re.compile(r"(^|/)[^\s/]+\.(png|jpe?g|svg|gif|webp)$", re.I)
+
+
+def figure_problems(figures: dict) -> list[str]:
+    problems = []
+    for image in figures["images"]:
+        name = image["src"].rsplit("/", 1)[-1]
+        if not image["alt"] or FILE_NAME.search(image["alt"]) or image["alt"] == image["src"]:
+            problems.append(f"picture {name} has no alt text that says what it shows (alt={image['alt']!r})")
+        if not image["inFigure"]:
+            problems.append(f"picture {name} is not in a figure with a caption")
+        elif not image["caption"]:
+            problems.append(f"picture {name} is in a figure without a caption")
+    for figure in figures["figures"]:
+        if not figure["caption"]:
+            problems.append(f"figure {figure['id'] or '(no id)'} has no caption")
+    return problems
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_nothing_is_clipped_or_scrolls_sideways_at_1280_px(visits, docname):
+    page = visits(docname)
+    problems = layout_problems(page.layout, code_may_scroll=False)
+    assert not problems, report(f"{docname} at 1280 px", problems)
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_on_a_phone_the_page_never_scrolls_sideways_and_no_equation_or_table_is_clipped(phone_visits, docname):
+    page = phone_visits(docname)
+    problems = page.problems_before_checks + layout_problems(page.layout, code_may_scroll=True)
+    assert not problems, report(f"{docname} at 390 px", problems)
+
+
+def test_generated_pages_fit_both_widths(browser, site, built_site, screenshots):
+    """Search, the general index and any other page Sphinx adds, at 1280 px and at 390 px."""
+    names = generated_pages(built_site)
+    assert "search" in names, f"no search page among the generated pages {names}"
+    problems = []
+    for name in names:
+        wide = visit(browser, site, name, screenshots)
+        problems += [f"{name} at 1280 px: {p}" for p in layout_problems(wide.layout, code_may_scroll=False)]
+        phone = visit_phone(browser, site, name, screenshots)
+        problems += [f"{name} at 390 px: {p}" for p in layout_problems(phone.layout, code_may_scroll=True)]
+    assert not problems, report("generated pages", problems)
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_every_picture_has_alt_text_and_a_caption(visits, docname):
+    problems = figure_problems(visits(docname).figures)
+    assert not problems, report(docname, problems)
+
+
+def test_the_layout_and_figure_checks_can_fail(browser, site):
+    """On a real page made worse on purpose, each check reports what it must: a long code line, a
+    wide table, an equation too wide for a phone, the page scrolling sideways, a picture with a file
+    name for alt text and no caption."""
+    recorder = Recorder(site)
+    context, page = new_page(browser, recorder, viewport=PHONE, is_mobile=True, has_touch=True)
+    try:
+        opened = open_typeset(page, site, "book/scaled_dot_product", recorder)
+        clean = page.evaluate(LAYOUT)
+        page.evaluate("""() => {
+          const article = document.querySelector('.bd-article');
+          const pre = article.querySelector('.highlight pre');
+          pre.textContent = 'x = ' + '1 + '.repeat(120) + '1';
+          const table = document.createElement('table');
+          table.innerHTML = '<tr><td style="white-space: nowrap">' + 'wide '.repeat(80) + '</td></tr>';
+          article.append(table);
+          const math = article.querySelector('mjx-container[display="true"]');
+          math.style.fontSize = '600%';
+          const spill = document.createElement('div');
+          spill.style.width = '900px';
+          spill.textContent = 'a block wider than the window';
+          article.append(spill);
+          const img = document.createElement('img');
+          img.src = '../_static/favicon.svg';
+          img.alt = 'favicon.svg';
+          article.append(img);
+        }""")
+        broken = page.evaluate(LAYOUT)
+        figures = page.evaluate(FIGURES)
+    finally:
+        context.close()
+    assert not opened.problems_before_checks and not layout_problems(clean, code_may_scroll=True), clean
+    kinds = {item["kind"] for item in broken["offenders"]}
+    assert {"code", "table", "equation"} <= kinds, broken
+    assert broken["page"], "a 900 px block on a 390 px screen was not reported"
+    problems = figure_problems(figures)
+    assert any("no alt text" in p for p in problems) and any("not in a figure" in p for p in problems), problems

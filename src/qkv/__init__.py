@@ -21,6 +21,7 @@ from .block import decoder_block, encoder_block, feed_forward, gelu, layer_norm,
 from .blockwise import OnlineSoftmaxStep, blockwise_attention, online_softmax, online_softmax_update
 from .lookup import additive_attention, gaussian_as_dot_product, gaussian_kernel_weights, hard_lookup
 from .lookup import nadaraya_watson, squared_distances
+from .initialisation import lecun_normal
 
 __all__ = [
     "softmax",
@@ -75,4 +76,5 @@ __all__ = [
     "gaussian_as_dot_product",
     "additive_attention",
     "models",
+    "lecun_normal",
 ]

@@ -25,7 +25,9 @@ from .validate import (
 def softmax(x, axis=-1):
     r"""Turn scores into weights that are positive and sum to 1 along ``axis``.
 
-    .. math:: \mathrm{softmax}(s)_j = \frac{e^{s_j - \max_m s_m}}{\sum_m e^{s_m - \max_m s_m}}
+    .. math::
+        \mathrm{softmax}(s)_j
+        = \frac{e^{s_j - \max_m s_m}}{\sum_m e^{s_m - \max_m s_m}}
 
     Subtracting the maximum changes nothing mathematically and keeps every
     exponent <= 0, so large scores never overflow. Entries equal to ``-inf``
@@ -86,17 +88,20 @@ def linear(X, W, b=None):
     b = as_bias("b", b, W.shape[1], "W")
     if X.shape[-1] != W.shape[0]:
         raise ValueError(
-            f"X has d_in={X.shape[-1]} (shape {shape_str(X.shape)}) but W has {W.shape[0]} rows "
-            f"(shape {shape_str(W.shape)}); X @ W needs X.shape[-1] == W.shape[0]"
+            f"X has d_in={X.shape[-1]} (shape {shape_str(X.shape)}) "
+            f"but W has {W.shape[0]} rows (shape {shape_str(W.shape)}); "
+            "X @ W needs X.shape[-1] == W.shape[0]"
         )
     Z = X @ W  # (..., n, d_out)
     return Z if b is None else Z + b
 
 
 def scaled_dot_product_attention(Q, K, V, mask=None):
-    r"""Attention of every query over every key, returning the output and the weights.
+    r"""Attention of every query over every key: the output and the weights.
 
-    .. math:: \mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V
+    .. math::
+        \mathrm{Attention}(Q, K, V)
+        = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V
 
     Args:
         Q: queries, shape ``(..., n_q, d_k)``.
@@ -107,8 +112,8 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
             ``torch.nn.functional.scaled_dot_product_attention``).
 
     Returns:
-        ``(output, weights)`` with shapes ``(..., n_q, d_v)`` and ``(..., n_q, n_k)``;
-        each row of ``weights`` sums to 1.
+        ``(output, weights)`` with shapes ``(..., n_q, d_v)`` and
+        ``(..., n_q, n_k)``; each row of ``weights`` sums to 1.
 
     Raises:
         ValueError: if ``Q`` and ``K`` differ in ``d_k``, ``K`` and ``V`` in
@@ -148,8 +153,10 @@ def _check_qkv(Q, K, V):
 def self_attention(X, W_Q, W_K, W_V, b_Q=None, b_K=None, b_V=None, mask=None):
     """One attention head over a sequence: project ``X`` to Q, K, V, then attend.
 
-    .. math:: Q = X W_Q + b_Q,\\quad K = X W_K + b_K,\\quad V = X W_V + b_V,
-              \\quad \\mathrm{Attention}(Q, K, V)
+    .. math::
+        Q = X W_Q + b_Q,\\quad K = X W_K + b_K,\\quad V = X W_V + b_V
+
+        \\mathrm{Attention}(Q, K, V)
 
     Args:
         X: token vectors, shape ``(..., n, d_model)``.
@@ -175,8 +182,12 @@ def cross_attention(X_q, X_kv, W_Q, W_K, W_V, b_Q=None, b_K=None, b_V=None,
                     mask=None):
     r"""One head: queries from one sequence, keys and values from another.
 
-    .. math:: Q = X_q W_Q + b_Q,\quad K = X_{kv} W_K + b_K,
-              \quad V = X_{kv} W_V + b_V,\quad \mathrm{Attention}(Q, K, V)
+    .. math::
+        Q = X_q W_Q + b_Q
+
+        K = X_{kv} W_K + b_K,\quad V = X_{kv} W_V + b_V
+
+        \mathrm{Attention}(Q, K, V)
 
     In an encoder-decoder Transformer ``X_q`` holds the decoder's tokens and
     ``X_kv`` the encoder's output; the two may differ in length.

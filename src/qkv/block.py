@@ -153,9 +153,11 @@ def multi_head_cross_attention(X, memory, heads, W_O, b_O=None, mask=None):
     r"""Multi-head attention of the tokens ``X`` over the tokens ``memory``.
 
     .. math::
-        \mathrm{head}^{(i)} = \mathrm{Attention}\big(
-        X W_Q^{(i)} + b_Q^{(i)},\ M W_K^{(i)} + b_K^{(i)},\
-        M W_V^{(i)} + b_V^{(i)}\big)
+        Q^{(i)} = X W_Q^{(i)} + b_Q^{(i)}
+
+        K^{(i)} = M W_K^{(i)} + b_K^{(i)},\ \text{likewise } V^{(i)}
+
+        \mathrm{head}^{(i)} = \mathrm{Attention}(Q^{(i)}, K^{(i)}, V^{(i)})
 
         Y = \mathrm{Concat}\big(\mathrm{head}^{(1)}, \dots,
         \mathrm{head}^{(h)}\big)\, W_O + b_O
@@ -418,10 +420,12 @@ def encoder_block(X, layer, mask=None, norm_first=False):
     wrapped in a residual connection and a layer norm.
 
     .. math::
-        \text{post-LN:}\quad H = \mathrm{LN}_1(X + \mathrm{MHA}(X)), \quad
+        \text{post-LN:}\quad H = \mathrm{LN}_1(X + \mathrm{MHA}(X)),
+
         Y = \mathrm{LN}_2(H + \mathrm{FFN}(H))
 
-        \text{pre-LN:}\quad H = X + \mathrm{MHA}(\mathrm{LN}_1(X)), \quad
+        \text{pre-LN:}\quad H = X + \mathrm{MHA}(\mathrm{LN}_1(X)),
+
         Y = H + \mathrm{FFN}(\mathrm{LN}_2(H))
 
     Args:

@@ -90,7 +90,8 @@ def gaussian_kernel_weights(Q, K, sigma):
         A_{ij}
         = \frac{\exp\big(-\lVert q_i - k_j\rVert^2 / 2\sigma^2\big)}
                {\sum_m \exp\big(-\lVert q_i - k_m\rVert^2 / 2\sigma^2\big)}
-        = \mathrm{softmax}_j\big(-\lVert q_i - k_j\rVert^2 / 2\sigma^2\big)
+
+        A_{ij} = \mathrm{softmax}_j\big(-\lVert q_i - k_j\rVert^2 / 2\sigma^2\big)
 
     Each row sums to 1.
 
@@ -180,7 +181,8 @@ def additive_attention(Q, K, V, W_q, W_k, w_v, mask=None):
     r"""Additive (Bahdanau) attention: a small network scores each pair.
 
     .. math::
-        s_{ij} = w_v \cdot \tanh\big(q_i W_q + k_j W_k\big), \qquad
+        s_{ij} = w_v \cdot \tanh\big(q_i W_q + k_j W_k\big)
+
         A = \mathrm{softmax}(S), \qquad O = A V
 
     Queries and keys may differ in width; the hidden layer has ``d_h`` units.

@@ -63,16 +63,20 @@ def multi_head_attention(X, heads, W_O, b_O=None, mask=None):
     r"""Run every head on ``X``, concatenate their outputs and project with ``W_O``.
 
     .. math::
-        \mathrm{head}^{(i)} = \mathrm{Attention}(X W_Q^{(i)} + b_Q^{(i)},\ X W_K^{(i)} + b_K^{(i)},\ X W_V^{(i)} + b_V^{(i)})
+        Q^{(i)} = X W_Q^{(i)} + b_Q^{(i)},\ \text{likewise } K^{(i)}, V^{(i)}
 
-        Y = \mathrm{Concat}(\mathrm{head}^{(1)}, \dots, \mathrm{head}^{(h)})\, W_O + b_O
+        \mathrm{head}^{(i)} = \mathrm{Attention}(Q^{(i)}, K^{(i)}, V^{(i)})
+
+        Y = \mathrm{Concat}(\mathrm{head}^{(1)}, \dots, \mathrm{head}^{(h)}) W_O + b_O
 
     Args:
         X: token vectors, shape ``(..., n, d_model)``.
         heads: sequence of ``h`` :class:`Head` (all with the same ``d_model``).
-        W_O: output projection, shape ``(h * d_v, d_out)`` (usually ``d_out = d_model``).
+        W_O: output projection, shape ``(h * d_v, d_out)``
+            (usually ``d_out = d_model``).
         b_O: output bias, shape ``(d_out,)`` or None.
-        mask: optional boolean ``(..., n, n)``, True = may attend; shared by all heads.
+        mask: optional boolean ``(..., n, n)``, True = may attend;
+            shared by all heads.
 
     Returns:
         ``(Y, weights)``: ``Y`` of shape ``(..., n, d_out)`` and the heads'
@@ -83,8 +87,9 @@ def multi_head_attention(X, heads, W_O, b_O=None, mask=None):
             ``W_O`` does not have one row per concatenated output column.
     """
     heads, W_O, b_O = _check_multi_head(X, heads, W_O, b_O)
-    per_head = [self_attention(X, *head, mask=mask) for head in heads]  # h x ((..., n, d_v), (..., n, n))
-    concat = np.concatenate([output for output, _ in per_head], axis=-1)  # (..., n, h * d_v)
+    # h pairs (output (..., n, d_v), weights (..., n, n))
+    per_head = [self_attention(X, *head, mask=mask) for head in heads]
+    concat = np.concatenate([o for o, _ in per_head], axis=-1)  # (..., n, h * d_v)
     Y = linear(concat, W_O, b_O)  # (..., n, d_out)
     weights = np.stack([w for _, w in per_head], axis=-3)  # (..., h, n, n)
     return Y, weights
@@ -124,11 +129,11 @@ def _check_output_projection(W_O, b_O, widths):
 
 
 def split_heads(Z, num_heads):
-    """Cut the last axis into ``num_heads`` equal slices and move the head axis forward.
+    """Cut the last axis into ``num_heads`` equal slices, the head axis moved forward.
 
-    ``(..., n, d_model) -> (..., h, n, d_k)`` with ``d_k = d_model / h``: the numpy
-    form of seed 001's ``Z.view(batch, -1, h, d_k).transpose(1, 2)``. Head ``i``
-    gets columns ``i*d_k`` to ``(i+1)*d_k - 1``.
+    ``(..., n, d_model) -> (..., h, n, d_k)`` with ``d_k = d_model / h``: the
+    numpy form of seed 001's ``Z.view(batch, -1, h, d_k).transpose(1, 2)``.
+    Head ``i`` gets columns ``i*d_k`` to ``(i+1)*d_k - 1``.
 
     Raises:
         ValueError: if ``d_model`` is not divisible by ``num_heads``.
@@ -138,7 +143,8 @@ def split_heads(Z, num_heads):
     *lead, n, d_model = Z.shape
     if d_model % num_heads:
         raise ValueError(
-            f"split_heads: d_model={d_model} (shape {shape_str(Z.shape)}) is not divisible by num_heads={num_heads}"
+            f"split_heads: d_model={d_model} (shape {shape_str(Z.shape)}) "
+            f"is not divisible by num_heads={num_heads}"
         )
     d_k = d_model // num_heads
     return Z.reshape(*lead, n, num_heads, d_k).swapaxes(-3, -2)  # (..., h, n, d_k)
@@ -147,7 +153,8 @@ def split_heads(Z, num_heads):
 def merge_heads(Z):
     """Inverse of :func:`split_heads`: ``(..., h, n, d_k) -> (..., n, h * d_k)``.
 
-    Row ``t`` of the result is the concatenation of every head's row ``t``, head 1 first.
+    Row ``t`` of the result is the concatenation of every head's row ``t``,
+    head 1 first.
     """
     Z = as_real_array("Z", Z, min_ndim=3)
     *lead, h, n, d_k = Z.shape
@@ -187,28 +194,37 @@ def fuse_heads(heads):
     return Head(*(side_by_side(field, width) for field, width in widths.items()))
 
 
-def fused_multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, b_Q=None, b_K=None, b_V=None, b_O=None, mask=None):
-    r"""Multi-head attention with one wide projection per role, as in seed 001's code.
+def fused_multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads,
+                               b_Q=None, b_K=None, b_V=None, b_O=None, mask=None):
+    r"""Multi-head attention with one wide projection per role (seed 001's code).
 
-    .. math:: Q = X W_Q + b_Q \;\to\; \mathrm{split\_heads}(Q),\ \text{likewise } K, V;
-              \quad Y = \mathrm{merge\_heads}(\mathrm{Attention}(Q, K, V))\, W_O + b_O
+    .. math::
+        Q = X W_Q + b_Q \;\to\; \mathrm{split\_heads}(Q),\ \text{likewise } K, V
 
-    Equal to :func:`multi_head_attention` with the heads that :func:`fuse_heads` stacks.
+        Y = \mathrm{merge\_heads}(\mathrm{Attention}(Q, K, V))\, W_O + b_O
+
+    Equal to :func:`multi_head_attention` with the heads that :func:`fuse_heads`
+    stacks.
 
     Args:
-        X: ``(..., n, d_model)``.  W_Q, W_K: ``(d_model, h * d_k)``.  W_V: ``(d_model, h * d_v)``.
-        W_O: ``(h * d_v, d_out)``.  num_heads: ``h``.  Biases: rows matching their matrix, or None.
+        X: ``(..., n, d_model)``.
+        W_Q, W_K: ``(d_model, h * d_k)``.  W_V: ``(d_model, h * d_v)``.
+        W_O: ``(h * d_v, d_out)``.  num_heads: ``h``.
+        b_Q, b_K, b_V, b_O: rows matching their matrix, or None.
         mask: optional boolean ``(..., n, n)``, True = may attend.
 
     Returns:
         ``(Y, weights)`` with shapes ``(..., n, d_out)`` and ``(..., h, n, n)``.
     """
-    X, num_heads, W_O, b_O = _check_fused(X, W_Q, W_K, W_V, W_O, num_heads, b_Q, b_K, b_V, b_O)
+    X, num_heads, W_O, b_O = _check_fused(
+        X, W_Q, W_K, W_V, W_O, num_heads, b_Q, b_K, b_V, b_O)
     Q = split_heads(linear(X, W_Q, b_Q), num_heads)  # (..., h, n, d_k)
     K = split_heads(linear(X, W_K, b_K), num_heads)  # (..., h, n, d_k)
     V = split_heads(linear(X, W_V, b_V), num_heads)  # (..., h, n, d_v)
-    mask = None if mask is None else np.expand_dims(mask, -3)  # (..., 1, n, n): one mask for every head
-    heads_output, weights = scaled_dot_product_attention(Q, K, V, mask)  # (..., h, n, d_v), (..., h, n, n)
+    if mask is not None:
+        mask = np.expand_dims(mask, -3)  # (..., 1, n, n): one mask for every head
+    # (..., h, n, d_v) and (..., h, n, n)
+    heads_output, weights = scaled_dot_product_attention(Q, K, V, mask)
     Y = linear(merge_heads(heads_output), W_O, b_O)  # (..., n, d_out)
     return Y, weights
 

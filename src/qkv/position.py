@@ -47,9 +47,11 @@ def position_angles(positions, d, base=10000.0):
 def sinusoidal_position_encoding(n, d_model, base=10000.0):
     r"""The Transformer paper's encodings: sines and cosines per position.
 
-    .. math:: PE_{p,\,2i} = \sin(p\,\omega_i), \qquad
-              PE_{p,\,2i+1} = \cos(p\,\omega_i), \qquad
-              \omega_i = \mathrm{base}^{-2i/d_{\mathrm{model}}}
+    .. math::
+        PE_{p,\,2i} = \sin(p\,\omega_i), \qquad
+        PE_{p,\,2i+1} = \cos(p\,\omega_i)
+
+        \omega_i = \mathrm{base}^{-2i/d_{\mathrm{model}}}
 
     Row ``p`` is added to the token at position ``p`` (see
     :func:`add_positions`).

@@ -30,7 +30,8 @@ class Projection:
 def project(X, W, b=None) -> Projection:
     """Record :func:`qkv.linear` in its two visible steps, ``X W`` and ``+ B``."""
     raw = linear(X, W)  # (..., n, d)
-    B = np.broadcast_to(np.zeros(raw.shape[-1]) if b is None else np.reshape(b, -1), raw.shape)
+    bias = np.zeros(raw.shape[-1]) if b is None else np.reshape(b, -1)  # (d,)
+    B = np.broadcast_to(bias, raw.shape)  # (..., n, d): b copied onto every row
     return Projection(raw=raw, B=np.array(B), Z=raw + B)
 
 
@@ -96,4 +97,5 @@ def trace_multi_head(X, heads, W_O, b_O=None, mask=None) -> MultiHeadTrace:
     heads, W_O, b_O = _check_multi_head(X, heads, W_O, b_O)
     traces = tuple(trace_head(X, *head, mask=mask) for head in heads)
     O_concat = np.concatenate([t.O for t in traces], axis=-1)  # (..., n, h * d_v)
-    return MultiHeadTrace(heads=traces, O_concat=O_concat, Y=project(O_concat, W_O, b_O))
+    Y = project(O_concat, W_O, b_O)  # (..., n, d_out)
+    return MultiHeadTrace(heads=traces, O_concat=O_concat, Y=Y)

@@ -11,6 +11,10 @@ website typesets with MathJax). Import it explicitly: ``import qkv_book.display`
 
 from __future__ import annotations
 
+import inspect
+import re
+import textwrap
+
 import numpy as np
 from IPython.display import Math
 
@@ -122,10 +126,15 @@ def projection_chain(name: str, projection, *, raw_name: str, bias_name: str, pr
     without it, ``raw_name`` with its shape stands in line 1.
     """
     first = product if product is not None else shaped(raw_name, projection.raw)
+    raw, bias = bmatrix(projection.raw, decimals), bmatrix(projection.B, decimals)
+    if np.shape(projection.raw)[-1] > 3:  # two wide matrices side by side would not fit a phone
+        sum_lines = rf"{raw} \\ &\phantom{{=}} + {bias}"
+    else:
+        sum_lines = f"{raw} + {bias}"
     return chain(
         shaped(name, projection.Z),
         f"{first} + {shaped(bias_name, projection.B)}",
-        f"{bmatrix(projection.raw, decimals)} + {bmatrix(projection.B, decimals)}",
+        sum_lines,
         bmatrix(projection.Z, decimals, row_labels),
     )
 
@@ -134,19 +143,21 @@ def head_trace_equations(trace, head: int, decimals: int = DEFAULT_DECIMALS, row
     r"""Every step of one head's :class:`qkv.HeadTrace` as LaTeX equations, in seed 000's order.
 
     One equation per projection (``Q = Q_raw + B_Q``, likewise K and V), then
-    ``K^T``, ``S_raw = Q K^T``, ``S = S_raw / sqrt(d_k)``, ``A = softmax(S)`` and ``O = A V``.
+    ``K^T``, ``S_raw = Q K^T``, ``S = S_raw / sqrt(d_k)``, ``A = softmax(S)`` and ``O = A V``,
+    each over two lines (the definition, then the matrix) so that it fits a narrow page.
     ``row_labels`` (the tokens) are written next to the rows of Q, K, V, A and O.
+    The division is written ``\sqrt{d_k}`` with the number ``d_k``, never as a rounded root.
     """
     names = head_step_names(head)
     steps = dict(trace.steps())
-    scale = format_entry(trace.scale, decimals)
+    d_k = steps["Q"].shape[-1]
 
     def projection(role):
         return projection_chain(names[role], getattr(trace, role), raw_name=names[f"{role}_raw"],
                                 bias_name=names[f"B_{role}"], decimals=decimals, row_labels=row_labels)
 
     def result(key, *definition, labels=None):
-        return " ".join([shaped(names[key], steps[key]), "=", *definition, "=", bmatrix(steps[key], decimals, labels)])
+        return chain(shaped(names[key], steps[key]), " ".join(definition), bmatrix(steps[key], decimals, labels))
 
     return [
         projection("Q"),
@@ -154,7 +165,7 @@ def head_trace_equations(trace, head: int, decimals: int = DEFAULT_DECIMALS, row
         projection("V"),
         labelled(names["K_T"], steps["K_T"], decimals),
         result("S_raw", names["Q"], names["K_T"]),
-        result("S", rf"\frac{{{names['S_raw']}}}{{{scale}}}"),
+        result("S", rf"\frac{{{names['S_raw']}}}{{\sqrt{{{d_k}}}}}"),
         result("A", rf"\mathrm{{softmax}}({names['S']})", labels=row_labels),
         result("O", names["A"], names["V"], labels=row_labels),
     ]
@@ -205,3 +216,32 @@ def masked_bmatrix(M, allowed, decimals: int = DEFAULT_DECIMALS) -> str:
     rows = [" & ".join(format_entry(x, decimals) if ok else r"-\infty" for x, ok in zip(row, ok_row))
             for row, ok_row in zip(M, allowed)]
     return r"\begin{bmatrix} " + r" \\ ".join(rows) + r" \end{bmatrix}"
+
+
+class Source:
+    """The source of a function, class or method as a highlighted Python block.
+
+    A chapter shows the exact code of :mod:`qkv` with ``show_source(qkv.linear)``: the text is
+    read from the installed module, so it is always the code that runs. The block is Markdown
+    (a fenced ``python`` block), which the website and JupyterLab both render.
+    """
+
+    def __init__(self, obj):
+        try:
+            self.code = textwrap.dedent(inspect.getsource(obj)).rstrip()
+        except (TypeError, OSError) as error:
+            raise TypeError(f"show_source needs a function, class or method defined in a file, got {obj!r}") from error
+        self.name = getattr(obj, "__qualname__", repr(obj))
+
+    def _repr_markdown_(self) -> str:
+        longest_run = max((len(run) for run in re.findall(r"`+", self.code)), default=0)
+        fence = "`" * max(3, longest_run + 1)
+        return f"{fence}python\n{self.code}\n{fence}"
+
+    def __repr__(self) -> str:
+        return self.code
+
+
+def show_source(obj) -> Source:
+    """The exact source of ``obj`` (for example ``qkv.linear``), shown as a Python block."""
+    return Source(obj)

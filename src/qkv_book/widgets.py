@@ -74,7 +74,8 @@ class ScalingExplorer(StaticPicture, ipywidgets.VBox):
         return (self._query[:, :d] @ self._keys[:, :d].T)[0]  # (n_keys,)
 
     def weights(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(unscaled, scaled)``: ``softmax(q.k)`` and ``softmax(q.k / sqrt(d_k))``, each ``(n_keys,)``."""
+        """``(unscaled, scaled)``: ``softmax(q.k)`` and ``softmax(q.k / sqrt(d_k))``,
+        each ``(n_keys,)``."""
         d = self.d_k
         q, K = self._query[:, :d], self._keys[:, :d]  # (1, d_k), (n_keys, d_k)
         unscaled = softmax(self.scores())

@@ -119,7 +119,8 @@ def encode(model, sentence):
 
     .. math::
         H^{(0)} = \mathrm{embed}(\text{sentence}),\quad
-        H^{(l)} = \mathrm{Layer}_l\big(H^{(l-1)}\big),\quad
+        H^{(l)} = \mathrm{Layer}_l\big(H^{(l-1)}\big)
+
         e = \frac{\bar h}{\lVert \bar h \rVert},\
         \bar h = \tfrac{1}{n}\textstyle\sum_i H^{(L)}_i
 

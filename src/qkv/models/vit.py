@@ -125,8 +125,10 @@ def image_tokens(model, images):
 def classify(model, images):
     r"""Run the ViT on images: embed the patches, run every layer, classify the class token.
 
-    .. math:: H^{(l)} = \mathrm{Layer}_l\big(H^{(l-1)}\big),\qquad
-              \mathrm{logits} = \mathrm{LayerNorm}\big(H^{(L)}_{\mathrm{class}}\big)\, W_{\mathrm{classifier}} + b
+    .. math::
+        H^{(l)} = \mathrm{Layer}_l\big(H^{(l-1)}\big)
+
+        \mathrm{logits} = \mathrm{LayerNorm}\big(H^{(L)}_{\mathrm{class}}\big)\, W_{\mathrm{classifier}} + b
 
     Every layer is :func:`qkv.encoder_block` in pre-LN order (ViT's),
     whose attention is :func:`qkv.multi_head_attention`.
