@@ -6,7 +6,8 @@
 #                                     instructors: grade a folder submitted/<student>/<ps>/ or an LMS zip,
 #                                     write feedback HTML and exercises/grades.csv
 # Only Python 3.11 and make are assumed; everything else is installed from requirements.txt
-# (and Debian's Chromium for the browser test, with apt-get when run as root).
+# (and Debian's Chromium for the browser test and bubblewrap for the grading sandbox, with apt-get
+# when run as root).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -20,7 +21,7 @@ QKV_BUILT = $(BUILD_DIR)/.qkv-built
 JOBS := $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1) )))
 PYTEST_ARGS ?=
 
-.PHONY: site test venv browser clean release grade
+.PHONY: site test venv browser sandbox clean release grade
 
 # sphinx-build reads the pages in $(JOBS) processes (`jupyter-book build` reads them one by one).
 # The conf.py that Jupyter Book generates does not put the local extensions on the path: PYTHONPATH does.
@@ -35,7 +36,7 @@ site: $(INSTALLED) conf.py
 conf.py: _config.yml _toc.yml $(INSTALLED)
 	$(BIN)/jupyter-book config sphinx . >/dev/null
 
-test: $(INSTALLED) browser
+test: $(INSTALLED) browser sandbox
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 venv: $(INSTALLED)
@@ -58,10 +59,20 @@ browser:
 		echo "The browser test needs Debian's Chromium and a CJK font: sudo apt-get install chromium fonts-wqy-microhei"; exit 1; \
 	fi
 
+# Grading runs every submission in a bubblewrap sandbox (Debian's bubblewrap).
+sandbox:
+	@if command -v bwrap >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; \
+	else \
+		echo "Grading needs bubblewrap (bwrap): sudo apt-get install bubblewrap"; exit 1; \
+	fi
+
 release: $(INSTALLED)
 	$(BIN)/python -m qkv_grading release
 
 grade: $(INSTALLED)
+	@command -v bwrap >/dev/null || { echo "make grade runs each submission in a sandbox and needs bubblewrap: sudo apt-get install bubblewrap"; exit 1; }
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder submitted/<student>/<ps>/ or LMS .zip> [PS=<problem set>]"; exit 2; }
 	$(BIN)/python -m qkv_grading grade "$(SUBMISSIONS)" $(if $(PS),--problem-set $(PS))
 

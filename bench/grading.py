@@ -1,90 +1,163 @@
-"""How long grading takes: seconds per graded notebook for a class of synthetic submissions.
+"""How fast grading is: the course's command against plain ``nbgrader autograde``, and how it scales.
 
-    .venv/bin/python bench/grading.py                      # 50 submissions of ps2_scaled_dot_product
-    .venv/bin/python bench/grading.py --students 20 --problem-set ps4_single_head
+    .venv/bin/python bench/grading.py                           # 200 submissions of ps2_scaled_dot_product
+    .venv/bin/python bench/grading.py --sizes 20,200,1000 --repeat 2 --dask --nbgrader-repeat 0
 
-Makes a temporary copy of the course, releases it (not timed), writes the submissions
-(a mix of the solution, the untouched release and one-slip variants), then times
-``qkv_grading.pipeline.grade`` step by step: collect, autograde, feedback, export. Prints the figures;
-asserts nothing.
+Makes a temporary copy of the course, releases it (not timed) and writes synthetic
+submissions (a third the solution, a third the untouched release, a third the solution
+with one answer left out). Then, on the same submissions:
+
+- ``course``: ``python -m qkv_grading grade FOLDER --fresh``, what ``make grade`` runs:
+  collect, every notebook in a sandbox, judging, gradebook, feedback pages and grades.csv;
+- ``nbgrader``: plain ``nbgrader autograde <ps> --force`` (no feedback, no export) in a
+  second copy of the course with the same submissions, scores read with ``nbgrader export``;
+- ``--dask``: the course's command on a local Dask cluster of two worker processes.
+
+Each figure is the wall time of the whole command, so the start-up of Python and nbgrader
+is in it. The scores of the two must be the same for every student. ``--sizes`` times the
+course's command on classes of several sizes (seconds per notebook should stay flat). The
+load average of the machine is printed with every figure: other work on the machine slows
+both commands. Prints the figures; asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
+import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from qkv_grading import pipeline as grading
+from qkv_grading.pipeline import Course, nbgrader_env, release
 
 ROOT = Path(__file__).resolve().parents[1]
+IGNORED = shutil.ignore_patterns("release", "submitted", "autograded", "feedback", "downloaded", "gradebook.db",
+                                 "*.csv", ".grading")
 
 
-def synthetic_submissions(course: grading.Course, problem_set: str, count: int, folder: Path) -> None:
-    """``count`` hand-ins: a third solutions, a third untouched, a third with one answer replaced by None."""
+def new_course(where: Path) -> Course:
+    shutil.copytree(ROOT / "exercises", where, ignore=IGNORED)
+    course = Course(where)
+    release(course, lambda line: None)
+    return course
+
+
+def synthetic_submissions(course: Course, problem_set: str, count: int, folder: Path) -> None:
+    """``count`` hand-ins: a third solutions, a third untouched, a third with one answer left out."""
     source = json.loads((course.root / "source" / problem_set / f"{problem_set}.ipynb").read_text(encoding="utf-8"))
-    release = json.loads((course.root / "release" / problem_set / f"{problem_set}.ipynb").read_text(encoding="utf-8"))
+    release_nb = json.loads((course.root / "release" / problem_set / f"{problem_set}.ipynb").read_text(encoding="utf-8"))
     answers = [c for c in source["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("solution")]
     rng = random.Random(0)
     for i in range(count):
         kind = i % 3
-        nb = json.loads(json.dumps(source if kind != 1 else release))
-        if kind == 2:  # one answer left out
+        nb = json.loads(json.dumps(source if kind != 1 else release_nb))
+        if kind == 2:
             target = rng.choice(answers)["metadata"]["nbgrader"]["grade_id"]
             for cell in nb["cells"]:
                 if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == target:
                     cell["source"] = "pass  # skipped this one"
-        path = folder / f"student{i:03d}" / problem_set / f"{problem_set}.ipynb"
-        path.parent.mkdir(parents=True)
+        path = folder / f"student{i:04d}" / problem_set / f"{problem_set}.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(nb), encoding="utf-8")
+
+
+def timed(command: list[str], cwd: Path) -> float:
+    started = time.perf_counter()
+    result = subprocess.run(command, cwd=cwd, env=nbgrader_env(), capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    return seconds
+
+
+def scores(csv_path: Path, problem_set: str) -> dict[str, float]:
+    with csv_path.open(encoding="utf-8", newline="") as f:
+        return {row["student_id"]: float(row["score"]) for row in csv.DictReader(f) if row["assignment"] == problem_set}
+
+
+def load() -> str:
+    return "load " + " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def course_command(course: Course, folder: Path, extra: tuple[str, ...] = ()) -> float:
+    return timed([sys.executable, "-m", "qkv_grading", "--course", str(course.root), "grade", str(folder), "--fresh",
+                  *extra], course.root.parent)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--students", type=int, default=50)
+    parser.add_argument("--students", type=int, default=200, help="class size of the comparison with nbgrader")
+    parser.add_argument("--sizes", default="", help="class sizes to time the course's command on, e.g. 20,200,1000")
+    parser.add_argument("--repeat", type=int, default=1, help="times each figure of the course's command is measured")
+    parser.add_argument("--nbgrader-repeat", type=int, default=1,
+                        help="times plain nbgrader is measured (0: not at all; it is the slow one)")
+    parser.add_argument("--dask", action="store_true", help="also time the course's command on a local Dask cluster")
     parser.add_argument("--problem-set", default="ps2_scaled_dot_product")
     args = parser.parse_args()
-    quiet = lambda line: None  # noqa: E731
+    ps = args.problem_set
+    print(f"{os.cpu_count()} cores; {load()} at the start")
     with tempfile.TemporaryDirectory(prefix="qkv-bench-grading-") as tmp:
-        root = Path(tmp) / "course"
-        shutil.copytree(ROOT / "exercises", root, ignore=shutil.ignore_patterns(
-            "release", "submitted", "autograded", "feedback", "downloaded", "gradebook.db", "*.csv"))
-        course = grading.Course(root)
-        started = time.perf_counter()
-        grading.release(course, quiet)
-        release_seconds = time.perf_counter() - started
-        folder = Path(tmp) / "hand-ins"
-        synthetic_submissions(course, args.problem_set, args.students, folder)
+        tmp = Path(tmp)
+        ours = new_course(tmp / "ours" / "course")
+        theirs = new_course(tmp / "nbgrader" / "course") if args.nbgrader_repeat else None
+        folder = tmp / "hand-ins" / str(args.students)
+        synthetic_submissions(ours, ps, args.students, folder)
+        if theirs is not None:
+            shutil.copytree(folder, theirs.root / "submitted")
+        n = args.students
+        print(f"\n{n} submissions of {ps}:")
+        nbgrader_times = []
+        for attempt in range(max(args.repeat, args.nbgrader_repeat)):
+            if attempt < args.repeat:
+                course_s = course_command(ours, folder)
+                print(f"  course   (grade, feedback, export) {course_s:7.1f} s  {course_s / n:5.2f} s per notebook  "
+                      f"({load()})")
+            if attempt < args.nbgrader_repeat:
+                nbgrader_s = timed([sys.executable, "-m", "nbgrader", "autograde", ps, "--force"], theirs.root)
+                nbgrader_times.append(nbgrader_s)
+                print(f"  nbgrader (autograde only)          {nbgrader_s:7.1f} s  {nbgrader_s / n:5.2f} s per "
+                      f"notebook  ({load()})")
+                timed([sys.executable, "-m", "nbgrader", "export", "--to=export.csv"], theirs.root)
+                same = scores(ours.root / "grades.csv", ps) == scores(theirs.root / "export.csv", ps)
+                print(f"  the course's command is {nbgrader_s / course_s:.2f} times as fast; same scores for every "
+                      f"student: {'yes' if same else 'NO'}")
+        if args.dask:
+            from distributed import LocalCluster
 
-        timings = {}
-        started = time.perf_counter()
-        subs = grading.collect(course, folder, args.problem_set, quiet)
-        for sub in subs:
-            grading.inspect_submission(course, sub)
-        timings["collect"] = time.perf_counter() - started
-        started = time.perf_counter()
-        grading.autograde(course, args.problem_set, subs, out=quiet, progress=(0, len(subs)))
-        timings["autograde"] = time.perf_counter() - started
-        started = time.perf_counter()
-        grading.feedback(course, args.problem_set, [s.student for s in subs], quiet)
-        timings["feedback"] = time.perf_counter() - started
-        started = time.perf_counter()
-        grading.export(course, subs, quiet)
-        timings["export"] = time.perf_counter() - started
-
-    n = len(subs)
-    total = sum(timings.values())
-    scores = sorted({s.score for s in subs})
-    print(f"Grading {n} synthetic submissions of {args.problem_set} (scores seen: {scores}); "
-          f"release of all problem sets, not counted: {release_seconds:.1f} s")
-    for step, seconds in timings.items():
-        print(f"  {step:<10} {seconds:7.1f} s   {seconds / n:6.2f} s per notebook")
-    print(f"  {'total':<10} {total:7.1f} s   {total / n:6.2f} s per notebook")
+            with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                              dashboard_address="127.0.0.1:0") as cluster:
+                for attempt in range(args.repeat):
+                    seconds = course_command(ours, folder, ("--dask", cluster.scheduler_address))
+                    print(f"  course on a local Dask cluster (2 workers) {seconds:7.1f} s  {seconds / n:5.2f} s per "
+                          f"notebook  ({load()})")
+                    if nbgrader_times:
+                        same = scores(ours.root / "grades.csv", ps) == scores(theirs.root / "export.csv", ps)
+                        print(f"    same scores as nbgrader: {'yes' if same else 'NO'}")
+        sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+        if sizes:
+            print("\nThe course's command by class size (start-up: its time on an empty folder):")
+            empty = tmp / "hand-ins" / "empty"
+            empty.mkdir()
+            for attempt in range(args.repeat):
+                print(f"  start-up {course_command(ours, empty):7.1f} s  ({load()})")
+        measured = []
+        for size in sizes:
+            sized = tmp / "hand-ins" / f"size-{size}"
+            synthetic_submissions(ours, ps, size, sized)
+            for attempt in range(args.repeat):
+                seconds = course_command(ours, sized)
+                measured.append((size, seconds))
+                print(f"  {size:5d} submissions {seconds:7.1f} s  {seconds / size:5.2f} s per notebook  ({load()})")
+            shutil.rmtree(sized)
+        for (n1, t1), (n2, t2) in zip(measured, measured[1:]):
+            if n2 > n1:
+                print(f"  from {n1} to {n2} submissions: {(t2 - t1) / (n2 - n1):.2f} s per added notebook")
     return 0
 
 

@@ -10,6 +10,7 @@ import os
 
 import nbgrader
 
+from qkv_grading.collect import PLATFORM_NAME
 from qkv_grading.nbgrader_feedback import HideHiddenTests
 
 c = get_config()  # noqa: F821 (provided by nbgrader when it reads this file)
@@ -23,8 +24,17 @@ c.ClearSolutions.code_stub = {"python": "# YOUR ANSWER HERE"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
 # Each cell of a submission may run this many seconds; a cell that takes longer (an
-# infinite loop) is interrupted, scores 0, and the rest of the notebook still runs.
+# infinite loop) is interrupted, and the rest of the notebook still runs.
 c.Execute.timeout = 20
+
+# The grading sandbox (`python -m qkv_grading grade`, see qkv_grading.sandbox.Limits): what
+# one submission may use in all. A notebook still running after notebook_seconds is
+# stopped, with every process it started; its answers computed before then still count.
+c.Sandbox.notebook_seconds = 60
+c.Sandbox.memory = 1 << 30        # bytes of address space of each process
+c.Sandbox.processes = 8           # so one notebook holds at most 8 GiB
+c.Sandbox.file_size = 16 << 20    # bytes of any one file it writes
+c.Sandbox.workspace = 64 << 20    # bytes of its working folder in all
 
 # Feedback shows each test's message but never the text of a hidden test, nor its traceback.
 c.GenerateFeedback.preprocessors = [
@@ -33,13 +43,18 @@ c.GenerateFeedback.preprocessors = [
     HideHiddenTests,
 ]
 
-# Submissions downloaded from a learning management system as one zip: each file is
-# named <student>_<anything>_<notebook>.ipynb (for example Canvas's
-# "alice_12345_67890_ps1_qkv.ipynb"); `nbgrader zip_collect` files it as
-# submitted/<student>/<problem set>/<notebook>.ipynb.
-c.FileNameCollectorPlugin.named_regexp = (
-    r".*/(?P<student_id>[A-Za-z0-9.-]+)_(?:[^/]*_)?(?P<file_id>ps\d+_[a-z_]+?)(?:-\d+)?\.ipynb$"
-)
+# Submissions downloaded from a learning platform as one zip: each file is named as Canvas
+# names them, <student>_[late_]<user id>_<submission id>_<notebook>[-<n>].ipynb (for example
+# "alice_12345_67890_ps1_qkv.ipynb"); `python -m qkv_grading grade` reads them without
+# unpacking anything. The same pattern, for `nbgrader zip_collect` run by hand:
+c.FileNameCollectorPlugin.named_regexp = "(?s)(?:.*/)?" + PLATFORM_NAME.format(files=r"ps\d+_[a-z0-9_]+?").replace(
+    "(?P<student>", "(?P<student_id>").replace("(?P<file>", "(?P<file_id>") + "$"
+
+# `nbgrader export` writes grades.csv through the csv module, so that any student id gives a valid file.
+c.ExportApp.plugin_class = "qkv_grading.gradebook.CsvExport"
+
+# Formgrader shows students' markdown and outputs with their HTML sanitized (no script runs).
+c.HTMLExporter.sanitize_html = True
 
 # Feedback pages load MathJax from the feedback folder (feedback/_mathjax/, copied by
 # `python -m qkv_grading`), not from nbgrader's default CDN: templates/feedback_offline/.

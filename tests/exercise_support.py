@@ -14,12 +14,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from qkv_exercises.problem_sets import order as problem_set_order
 from qkv_grading.pipeline import nbgrader_env
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE = ROOT / "exercises"
 SOURCE = COURSE / "source"
-PROBLEM_SETS = sorted(p.name for p in SOURCE.iterdir() if p.is_dir())
+PROBLEM_SETS = sorted((p.name for p in SOURCE.iterdir() if p.is_dir()), key=problem_set_order)
 
 
 def copy_course(where: Path) -> Path:

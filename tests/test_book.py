@@ -206,12 +206,11 @@ def literal_includes(source: Path) -> list[tuple[str, str]]:
 
 
 def source_of(module_path: str, name: str) -> str:
-    """The current source of ``name`` in the module at ``module_path`` (e.g. ../src/qkv/attention.py),
-    a module of qkv or of the book's helpers (qkv_book, for the widget a chapter shows)."""
+    """The current source of ``name`` in the module at ``module_path`` (e.g. ../src/qkv/attention.py)."""
     module_file = Path(module_path)
-    package = module_file.parts[-2]
-    assert package in ("qkv", "qkv_book"), f"literalinclude of {module_path}: not a qkv or qkv_book module"
-    module = import_module(f"{package}.{module_file.stem}")
+    assert "src" in module_file.parts, f"literalinclude of {module_path}: not a module of src/"
+    package = module_file.parts[module_file.parts.index("src") + 1:-1]  # ("qkv",), ("qkv", "models"), ...
+    module = import_module(".".join((*package, module_file.stem)))
     obj = module
     for part in name.split("."):
         obj = getattr(obj, part)
@@ -222,7 +221,7 @@ def test_chapters_include_qkv_functions():
     """The chapters show the reference code through literalinclude (formula, then code)."""
     counts = {source.stem: len(literal_includes(source)) for source in chapter_sources()}
     for chapter in ("qkv_roles", "scaled_dot_product", "why_sqrt_dk", "single_head", "multi_head", "attention_maps",
-                    "masks_cross_attention", "position"):
+                    "masks_cross_attention", "position", "trained_model"):
         assert counts.get(chapter, 0) > 0, f"{chapter} shows no qkv function with literalinclude"
 
 
@@ -242,7 +241,7 @@ def test_each_literalinclude_shows_the_current_source_of_its_function(built_site
 def test_no_chapter_pastes_a_qkv_function():
     """No chapter defines a function or class that qkv defines: they are shown with literalinclude."""
     qkv_names = set()
-    for module_file in (ROOT / "src" / "qkv").glob("*.py"):
+    for module_file in (ROOT / "src" / "qkv").rglob("*.py"):
         qkv_names.update(re.findall(r"^(?:def|class)\s+(\w+)", module_file.read_text(encoding="utf-8"), flags=re.M))
     pasted = []
     for source in chapter_sources():

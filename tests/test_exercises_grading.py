@@ -1,16 +1,23 @@
 """The instructors' commands (``python -m qkv_grading``) on a temporary copy of the course.
 
-(e) A batch with a notebook that is not valid JSON, one that raises in its first cell, one
-that loops forever and one whose kernel dies: each is graded (0 or partial) and reported,
+(e) A batch with a notebook that is not valid JSON, one that raises in its first cell, one that
+loops forever and one whose process ends itself: each is graded (0 or partial) and reported,
 every other student still gets a grade, and every student has a row in grades.csv.
-Also: releasing prints every problem set, and a zip downloaded from a learning management
-system is collected by the students' names.
+Also: releasing prints every problem set; a zip downloaded from a learning platform is collected
+by the platform's file names (ids with ``_``, resubmissions, archives inside never unpacked); ids
+that are not safe are refused and the others graded; grades.csv is valid CSV for any id; a grading
+run that is killed keeps its grades and the next run finishes; a Dask cluster of two workers gives
+the same grades as the local run.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 import zipfile
 
 import pytest
@@ -18,28 +25,30 @@ import pytest
 from .exercise_support import (
     PROBLEM_SETS,
     copy_course,
-    grading,
+    nbgrader,
     points,
-    read_grades,
     read_notebook,
     source_notebook,
     with_answer,
     with_first_cell,
     write_notebook,
 )
+from .grading_support import PS2, grading, read_grades, student_lines
 
 pytestmark = pytest.mark.slow
 
-PS = "ps1_qkv"  # the shortest problem set: 5 checks of 1 point
-SLIP_K1 = "K1 = [[-0.71, -0.71], [0.71, 0.71], [0.00, 0.00]]  # X W_K without the bias (seed 000)"
-Q1 = "Q1 = [[1, 0], [0, 1], [1, 1]]"
-V1 = "V1 = [[1, 0], [0, 1], [1, 1]]"
+SLIP_A1 = ("S_raw = Q1 @ K1.T\n"
+           "A1 = np.round(np.exp(S_raw) / np.exp(S_raw).sum(axis=1, keepdims=True), 2)  # not scaled")
+Q1_SCORES = "scores_q1 = np.round(q1 @ K.T, 2)"
+Q1_SCALED = "scaled_scores_q1 = np.round(q1 @ K.T / np.sqrt(2), 2)"
 
 
 @pytest.fixture(scope="module")
 def released(tmp_path_factory):
-    """A course copy after ``python -m qkv_grading release``, with what the command printed."""
+    """A course copy after ``python -m qkv_grading release``, cells limited to 3 s, with what release printed."""
     course = copy_course(tmp_path_factory.mktemp("grading"))
+    with (course / "nbgrader_config.py").open("a", encoding="utf-8") as f:
+        f.write("\nc.Execute.timeout = 3  # the tests' endless loops end sooner\n")
     result = grading(course, "release")
     assert result.returncode == 0, result.stdout + result.stderr
     return course, result.stdout
@@ -55,75 +64,77 @@ def test_release_prints_every_problem_set_with_its_points(released):
     assert f"Released {len(PROBLEM_SETS)} problem sets" in printed
 
 
+def broken_class(course) -> dict:
+    source = source_notebook(PS2)
+    release = read_notebook(course / "release" / PS2 / f"{PS2}.ipynb")
+    return {
+        "alice": source,
+        "bob": with_answer(source, "answer_weights_head1", SLIP_A1),
+        "dave": with_answer(source, "answer_output_head1", "O1 = None\nwhile True:  # never ends\n    pass"),
+        "erin": with_first_cell(with_answer(with_answer(release, "answer_scores_q1", Q1_SCORES),
+                                            "answer_scaled_scores_q1", Q1_SCALED),
+                                "raise RuntimeError('still trying something out')"),
+        "gina": with_answer(source, "answer_output_head1", "import os\nos._exit(1)  # ends the process"),
+    }
+
+
+FULL = points(source_notebook(PS2))  # every point of ps2; each slip below costs one
+EXPECTED = {"alice": FULL, "bob": FULL - 1, "carol": 0, "dave": FULL - 1, "erin": 2, "gina": FULL - 1}
+
+
 @pytest.fixture(scope="module")
 def broken_batch(released, tmp_path_factory):
     """Grade a class in which four submissions are broken in different ways."""
     course, _ = released
-    source = source_notebook(PS)
-    release = read_notebook(course / "release" / PS / f"{PS}.ipynb")
     folder = tmp_path_factory.mktemp("hand-ins") / "submitted"
-    batch = {
-        "alice": source,
-        "bob": with_answer(source, "answer_k_head1", SLIP_K1),
-        "dave": with_answer(source, "answer_v_head1", "V1 = None\nwhile True:  # never ends\n    pass"),
-        "erin": with_first_cell(with_answer(with_answer(release, "answer_q_head1", Q1), "answer_v_head1", V1),
-                                "raise RuntimeError('still trying something out')"),
-        "gina": with_answer(source, "answer_v_head1", "import os\nos._exit(1)  # ends the kernel"),
-    }
-    for student, nb in batch.items():
-        write_notebook(folder / student / PS / f"{PS}.ipynb", nb)
-    (folder / "carol" / PS).mkdir(parents=True)
-    (folder / "carol" / PS / f"{PS}.ipynb").write_text('{"cells": [', encoding="utf-8")  # not JSON
-    result = grading(course, "grade", str(folder), "--timeout", "5")
-    return course, result
+    for student, nb in broken_class(course).items():
+        write_notebook(folder / student / PS2 / f"{PS2}.ipynb", nb)
+    (folder / "carol" / PS2).mkdir(parents=True)
+    (folder / "carol" / PS2 / f"{PS2}.ipynb").write_text('{"cells": [', encoding="utf-8")  # not JSON
+    result = grading(course, "grade", str(folder), "--timeout", "30")
+    return course, result, folder
 
 
 def test_broken_submissions_are_graded_and_reported(broken_batch):
     """(e) each broken notebook gets 0 or partial credit, the rest full grades, all in grades.csv."""
-    course, result = broken_batch
+    course, result, _ = broken_batch
     printed = result.stdout + result.stderr
     assert result.returncode == 0, printed
-    grades = {student: score for (student, ps), score in read_grades(course / "grades.csv").items() if ps == PS}
-    assert grades == {"alice": 5, "bob": 4, "carol": 0, "dave": 4, "erin": 2, "gina": 0}, printed
-
-
-def test_grades_csv_lists_only_the_problem_sets_graded(broken_batch):
-    course, _ = broken_batch
-    assert {ps for _, ps in read_grades(course / "grades.csv")} == {PS}
+    grades = {student: score for (student, ps), score in read_grades(course / "grades.csv").items() if ps == PS2}
+    assert grades == EXPECTED, printed
 
 
 @pytest.mark.parametrize("student, report", [
     ("carol", "is not a valid notebook"),
-    ("dave", "cell answer_v_head1 ran past the time limit and was stopped"),
-    ("erin", "the first code cell (added by the student) raised RuntimeError: still trying something out"),
-    ("gina", "nbgrader could not grade it: "),
+    ("dave", "cell answer_output_head1 ran past the time limit of 3 s per cell and was stopped"),
+    ("erin", "code cell 1 (added by the student) raised RuntimeError: still trying something out"),
+    ("gina", "the notebook's process ended (exit code 1) in cell answer_output_head1; the checks after it were "
+             "not reached"),
 ])
 def test_each_broken_submission_is_reported_with_its_reason(broken_batch, student, report):
-    _, result = broken_batch
-    lines = result.stdout.splitlines()
-    row = next(i for i, line in enumerate(lines) if line.startswith(student + " "))
-    assert report in lines[row + 1], f"no report {report!r} under {student}:\n{result.stdout}"
+    _, result, _ = broken_batch
+    notes = "\n".join(student_lines(result.stdout, student))
+    assert report in notes, f"no report {report!r} under {student}:\n{result.stdout}"
 
 
 def test_progress_is_shown_for_every_submission(broken_batch):
-    _, result = broken_batch
-    for student in ("alice", "bob", "carol", "dave", "erin", "gina"):
-        assert any(f"/6] {PS}  {student}" in line for line in result.stdout.splitlines()), result.stdout
+    _, result, _ = broken_batch
+    for student in EXPECTED:
+        assert any(re.search(rf"/6\] {PS2}  {student}\b", line) for line in result.stdout.splitlines()), result.stdout
 
 
 def test_feedback_is_written_for_every_graded_notebook(broken_batch):
-    course, _ = broken_batch
-    for student in ("alice", "bob", "dave", "erin"):
-        assert (course / "feedback" / student / PS / f"{PS}.html").is_file(), student
-    for student in ("carol", "gina"):
-        assert not (course / "feedback" / student / PS).exists(), student
+    course, _, _ = broken_batch
+    for student in ("alice", "bob", "dave", "erin", "gina"):
+        assert (course / "feedback" / student / PS2 / f"{PS2}.html").is_file(), student
+        assert (course / "autograded" / student / PS2 / f"{PS2}.ipynb").is_file(), student
+    assert not (course / "feedback" / "carol" / PS2).exists()
 
 
 def test_feedback_loads_nothing_from_another_host(broken_batch):
-    """The feedback page's scripts are relative and resolve inside the feedback folder (MathJax
-    included); nbgrader's own template would load MathJax from a CDN."""
-    course, _ = broken_batch
-    page = course / "feedback" / "alice" / PS / f"{PS}.html"
+    """The feedback page's scripts are relative and resolve inside the feedback folder (MathJax included)."""
+    course, _, _ = broken_batch
+    page = course / "feedback" / "alice" / PS2 / f"{PS2}.html"
     sources = re.findall(r"<(?:script|link|img)\b[^>]*?(?:src|href)=[\"']([^\"']+)", page.read_text(encoding="utf-8"))
     remote = [s for s in sources if re.match(r"(?:[a-z]+:)?//", s)]
     assert not remote, f"the feedback page loads from another host: {remote}"
@@ -133,42 +144,123 @@ def test_feedback_loads_nothing_from_another_host(broken_batch):
         assert (page.parent / script).resolve().is_file(), f"{script} does not exist next to the feedback"
 
 
-def test_a_zip_from_a_learning_platform_is_collected_by_student_name(released, tmp_path):
-    """Files named <student>_..._<notebook>.ipynb are graded; a file naming no student is reported."""
-    course, _ = released
-    source = source_notebook(PS)
-    archive = tmp_path / "ps1_all_submissions.zip"
-    write_notebook(tmp_path / "a.ipynb", source)
-    write_notebook(tmp_path / "b.ipynb", with_answer(source, "answer_k_head1", SLIP_K1))
+def test_a_dask_cluster_of_two_workers_gives_the_same_grades(broken_batch):
+    """The same class graded again on a local Dask cluster (two worker processes on 127.0.0.1)."""
+    from distributed import LocalCluster
+
+    course, _, folder = broken_batch
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0") as cluster:
+        result = grading(course, "grade", str(folder), "--timeout", "30", "--fresh", "--dask", cluster.scheduler_address)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "on the Dask cluster at tcp://127.0.0.1:" in result.stdout
+    grades = {s: score for (s, ps), score in read_grades(course / "grades.csv").items() if ps == PS2}
+    assert grades == EXPECTED, result.stdout
+
+
+def _platform_zip(tmp_path, members: dict[str, dict | bytes]) -> "os.PathLike":
+    archive = tmp_path / "downloads.zip"
     with zipfile.ZipFile(archive, "w") as z:
-        z.write(tmp_path / "a.ipynb", f"hana_4711_90210_{PS}.ipynb")
-        z.write(tmp_path / "b.ipynb", f"ivan_late_4712_90210_{PS}-1.ipynb")
-        z.write(tmp_path / "a.ipynb", f"{PS}.ipynb")
+        for name, content in members.items():
+            z.writestr(name, content if isinstance(content, bytes) else json_bytes(content))
+    return archive
+
+
+def json_bytes(nb: dict) -> bytes:
+    import json
+
+    return json.dumps(nb).encode("utf-8")
+
+
+def test_a_zip_from_a_learning_platform_is_collected_by_the_platforms_names(released, tmp_path):
+    """Canvas's names: ids with '_', a late resubmission (the latest is graded), ids sharing a prefix;
+    an unsafe id, a name of non-UTF-8 bytes, a zip inside the download and a stray file are reported."""
+    course, _ = released
+    source = source_notebook(PS2)
+    slip = with_answer(source, "answer_weights_head1", SLIP_A1)
+    archive = _platform_zip(tmp_path, {
+        f"hana_4711_90210_{PS2}.ipynb": source,
+        f"ivan_late_4712_90210_{PS2}-1.ipynb": source,
+        f"ivan_late_4712_90211_{PS2}-2.ipynb": slip,
+        f"ann_4713_1_{PS2}.ipynb": source,
+        f"ann_b_4714_2_{PS2}.ipynb": slip,
+        f".._4715_3_{PS2}.ipynb": source,
+        f"cafX_4716_4_{PS2}.ipynb": source,
+        f"olga_4717_5_{PS2}.zip": b"PK\x03\x04 an archive a student uploaded",
+        f"{PS2}.ipynb": source,
+    })
+    data = archive.read_bytes()
+    archive.write_bytes(data.replace(b"cafX_", b"caf\xe9_"))  # a name in Latin-1, not UTF-8
     result = grading(course, "grade", str(archive))
     assert result.returncode == 0, result.stdout + result.stderr
-    grades = read_grades(course / "grades.csv")
-    assert grades[("hana", PS)] == 5 and grades[("ivan", PS)] == 4, result.stdout
-    assert f"NOT COLLECTED: {PS}.ipynb" in result.stdout
-    assert "Collected 2 submissions from 2 students." in result.stdout
+    grades = {s: g for (s, ps), g in read_grades(course / "grades.csv").items() if s in ("hana", "ivan", "ann", "ann_b")}
+    assert grades == {"hana": FULL, "ivan": FULL - 1, "ann": FULL, "ann_b": FULL - 1}, result.stdout
+    printed = result.stdout
+    assert "2 uploads in the download" in "\n".join(student_lines(printed, "ivan"))
+    assert f"graded the latest, ivan_late_4712_90211_{PS2}-2.ipynb" in printed
+    assert f"REFUSED: '.._4715_3_{PS2}.ipynb': the student id '..' cannot be used" in printed
+    assert "REFUSED: b'caf\\xe9_4716_4" in printed and "not UTF-8" in printed
+    assert f"NOT COLLECTED: 'olga_4717_5_{PS2}.zip' (an archive" in printed
+    assert f"NOT COLLECTED: '{PS2}.ipynb' (its name does not match" in printed
+    assert "Collected 4 submissions from 4 students." in printed
+    assert not any(p.name.startswith("olga") for p in (course / "submitted").iterdir())
 
 
-def test_a_notebook_that_stops_nbgrader_itself_costs_no_one_else_a_grade(released, tmp_path):
-    """A submission with nbgrader metadata of an old format stops nbgrader's whole run; the students
-    after it are then graded one at a time, and only that submission gets 0, with the reason."""
+def test_odd_folder_names_are_graded_and_unsafe_ones_refused(released, tmp_path):
+    """Folder names that are globs, hold a comma or a quote are ids like any; '..'-like, control characters,
+    bytes that are not UTF-8 and spreadsheet formulas are refused with a line each; grades.csv stays valid CSV,
+    also as nbgrader's own export writes it."""
     course, _ = released
-    source = source_notebook(PS)
-    old_format = json.loads(json.dumps(source))
-    for cell in old_format["cells"]:
-        if "nbgrader" in cell["metadata"]:
-            cell["metadata"]["nbgrader"]["schema_version"] = 1
-    write_notebook(tmp_path / "submitted" / "abby" / PS / f"{PS}.ipynb", old_format)
-    write_notebook(tmp_path / "submitted" / "zack" / PS / f"{PS}.ipynb", source)
-    result = grading(course, "grade", str(tmp_path / "submitted"))
+    folder = tmp_path / "submitted"
+    source = source_notebook(PS2)
+    good = ["[xy]", "com,ma", 'quote"d', "na\u0308me"]
+    for student in good + ["bad\nname", "=1+1"]:
+        write_notebook(folder / student / PS2 / f"{PS2}.ipynb", source)
+    os.makedirs(os.path.join(os.fsencode(folder), b"caf\xe9", os.fsencode(PS2)))
+    write_notebook(folder / os.fsdecode(b"caf\xe9") / PS2 / f"{PS2}.ipynb", source)
+    result = grading(course, "grade", str(folder))
     assert result.returncode == 0, result.stdout + result.stderr
     grades = read_grades(course / "grades.csv")
-    assert grades[("abby", PS)] == 0 and grades[("zack", PS)] == 5, result.stdout
-    assert "old version of the nbgrader metadata format" in result.stdout
-    assert f"{PS}  zack: graded on its own" in result.stdout
+    for student in ["[xy]", "com,ma", 'quote"d', "n\u00e4me"]:  # the last in Unicode's composed form
+        assert grades[(student, PS2)] == FULL, result.stdout
+    assert "REFUSED: the folder 'bad\\nname': it holds control or invisible characters" in result.stdout
+    assert "REFUSED: the folder '=1+1': it starts with '='" in result.stdout
+    assert "REFUSED: the folder b'caf\\xe9': it holds bytes that are not UTF-8 text" in result.stdout
+    nbgrader(course, "export", "--to=nbgrader-export.csv")
+    theirs = read_grades(course / "nbgrader-export.csv")  # every problem set, 0 where nothing was handed in
+    assert {k: v for k, v in theirs.items() if k[1] == PS2} == {k: v for k, v in grades.items() if k[1] == PS2}
+
+
+def test_a_killed_run_keeps_its_grades_and_the_next_run_finishes(released, tmp_path):
+    course, _ = released
+    folder = tmp_path / "submitted"
+    for student, nb in broken_class(course).items():
+        write_notebook(folder / f"k-{student}" / PS2 / f"{PS2}.ipynb", nb)
+    from .grading_support import LAUNCH, PROBE_FOLDER  # the same command as grading()
+    from qkv_grading.pipeline import nbgrader_env
+
+    process = subprocess.Popen([sys.executable, "-c", LAUNCH, str(PROBE_FOLDER), "--course", str(course), "grade",
+                                str(folder), "--timeout", "30", "--workers", "1"], cwd=tmp_path, env=nbgrader_env(),
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    done = []
+    for line in process.stdout:
+        if re.search(r"\[\d/5\] ps2_scaled_dot_product  k-\w+: \d", line):
+            done.append(line.split()[2].rstrip(":"))
+            if len(done) == 2:
+                process.send_signal(signal.SIGKILL)
+                break
+    process.wait()
+    assert len(done) == 2, "the run did not grade two notebooks before it was killed"
+    exported = grading(course, "export")
+    assert exported.returncode == 0, exported.stderr
+    kept = {s for (s, ps) in read_grades(course / "grades.csv") if s.startswith("k-")}
+    assert kept >= set(done), (kept, done)
+    time.sleep(0.5)
+    result = grading(course, "grade", str(folder), "--timeout", "30")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sum("(from the journal)" in line for line in result.stdout.splitlines()) >= 2, result.stdout
+    grades = {s[2:]: g for (s, ps), g in read_grades(course / "grades.csv").items() if s.startswith("k-")}
+    assert grades == {s: g for s, g in EXPECTED.items() if s != "carol"}, result.stdout
 
 
 @pytest.mark.parametrize("args, message", [
@@ -177,6 +269,15 @@ def test_a_notebook_that_stops_nbgrader_itself_costs_no_one_else_a_grade(release
 ])
 def test_bad_arguments_get_a_clear_error(tmp_path, args, message):
     course = copy_course(tmp_path)
-    result = grading(course, *args, cwd=tmp_path)
+    result = grading(course, *args)
     assert result.returncode == 1
     assert message in result.stderr
+
+
+def test_without_bubblewrap_grading_says_how_to_install_it(tmp_path):
+    course = copy_course(tmp_path)
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable)}
+    result = subprocess.run([sys.executable, "-m", "qkv_grading", "--course", str(course), "grade", str(tmp_path)],
+                            env=env, capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "sudo apt-get install bubblewrap" in result.stderr

@@ -1,4 +1,4 @@
-"""Sphinx extension: the released problem sets as downloads on the Exercises page.
+"""Sphinx extension: the released problem sets, and the course package students install, as downloads.
 
 The directive ``problem-set-downloads`` (used in ``book/exercises.md``) renders a table
 with one row per problem set of the nbgrader course in ``exercises/``: its title, its
@@ -6,19 +6,32 @@ points and a link to ``<problem set>.zip``. The zips hold the student versions t
 ``nbgrader generate_assignment`` makes. They are made in a temporary copy of the course
 (so the course folder is never written to and parallel builds never collide), in a
 background thread while the chapters are read, and written into the HTML output as
-``exercises/<problem set>.zip`` when the build finishes. A manifest in that folder
-records a hash of the course's sources, so a rebuild with unchanged exercises reuses
-the zips.
+``exercises/<problem set>.zip`` when the build finishes.
+
+The directive ``student-install`` renders the one command that installs what a student
+needs: ``pip install`` of a wheel of the course package (``qkv``, ``qkv_book``,
+``qkv_exercises``; its dependencies are JupyterLab, numpy, matplotlib, ipywidgets and
+nbgrader), built in the same background thread with setuptools (no download) and
+written next to the zips. The page shows the wheel's address relative to itself;
+``_static/student-install.js`` turns it into the absolute URL in the reader's browser.
+
+A manifest in ``exercises/`` records a hash of the course's sources and of the package's,
+so a rebuild with unchanged exercises and package reuses the zips and the wheel.
 """
 
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import posixpath
+import re
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
+import tomllib
 from pathlib import Path
 
 from docutils import nodes
@@ -40,15 +53,60 @@ def problem_set_folders(app) -> list[Path]:
     return [course.root / "source" / name for name in course.problem_sets()]
 
 
+PACKAGE_FILES = ("pyproject.toml", "README.md")  # with src/: what the wheel is built from
+
+
+def package_root(app) -> Path:
+    return Path(app.srcdir)
+
+
+def wheel_name(root: Path) -> str:
+    """The file name of the course package's wheel, from ``pyproject.toml``: ``qkv-0.1.0-py3-none-any.whl``."""
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    name = re.sub(r"[-_.]+", "_", project["name"]).lower()
+    return f"{name}-{project['version']}-py3-none-any.whl"
+
+
+def package_sources(root: Path) -> list[Path]:
+    return [root / name for name in PACKAGE_FILES] + sorted((root / "src").rglob("*.py"))
+
+
 def sources_hash(app) -> str:
-    """A hash of everything the release depends on: the source notebooks and the nbgrader config."""
-    root = course_root(app)
+    """A hash of everything the downloads depend on: the source notebooks, the nbgrader config and the package."""
+    course, package = course_root(app), package_root(app)
     digest = hashlib.sha256()
-    for path in sorted([root / "nbgrader_config.py", *(root / "source").rglob("*")]):
-        if path.is_file() and ".ipynb_checkpoints" not in path.parts:
-            digest.update(str(path.relative_to(root)).encode())
-            digest.update(path.read_bytes())
+    course_files = [course / "nbgrader_config.py", *(course / "source").rglob("*")]
+    for base, paths in ((course, course_files), (package, package_sources(package))):
+        for path in sorted(paths):
+            if path.is_file() and ".ipynb_checkpoints" not in path.parts:
+                digest.update(str(path.relative_to(base)).encode())
+                digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def build_wheel(root: Path, out_dir: Path) -> Path:
+    """Build the course package's wheel from a copy of ``pyproject.toml``, ``README.md`` and ``src/``.
+
+    setuptools' own build backend runs in this environment (no isolated build, no
+    download); the copy keeps build folders out of the repository.
+    """
+    with tempfile.TemporaryDirectory(prefix="qkv-wheel-") as scratch:
+        copy = Path(scratch) / "package"
+        copy.mkdir()
+        for name in PACKAGE_FILES:
+            shutil.copy2(root / name, copy / name)
+        shutil.copytree(root / "src", copy / "src", ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
+        out_dir.mkdir(parents=True, exist_ok=True)
+        built = subprocess.run(
+            [sys.executable, "-c", "import sys, setuptools.build_meta as backend; "
+                                   "print(backend.build_wheel(sys.argv[1]))", str(out_dir.resolve())],
+            cwd=copy, capture_output=True, text=True)
+        if built.returncode != 0:
+            raise RuntimeError(f"building the course package's wheel failed:\n{built.stderr[-3000:]}")
+    wheel = out_dir / built.stdout.strip().splitlines()[-1]
+    if wheel.name != wheel_name(root):
+        raise RuntimeError(f"the wheel is named {wheel.name}, expected {wheel_name(root)}")
+    return wheel
 
 
 class ProblemSetDownloads(SphinxDirective):
@@ -88,6 +146,30 @@ class ProblemSetDownloads(SphinxDirective):
         return row
 
 
+class StudentInstall(SphinxDirective):
+    """The command that installs the course package from this website, with a link to the wheel."""
+
+    has_content = False
+
+    def run(self):
+        here = posixpath.dirname(self.env.docname)
+        wheel = posixpath.relpath(f"{OUTPUT_FOLDER}/{wheel_name(package_root(self.env.app))}", here or ".")
+        for path in package_sources(package_root(self.env.app)):
+            self.env.note_dependency(str(path))
+        command = f"pip install {html.escape(wheel)}"
+        block = (f'<div class="highlight-text notranslate student-install" data-wheel="{html.escape(wheel)}">'
+                 f'<div class="highlight"><pre><span></span>{command}</pre></div></div>')
+        link = nodes.paragraph("", "The course package: ", nodes.reference(
+            "", posixpath.basename(wheel), internal=False, refuri=wheel))
+        return [nodes.raw("", block, format="html"), link]
+
+
+def add_install_script(app, pagename, templatename, context, doctree):
+    """Load ``_static/student-install.js`` on the pages that show the install command."""
+    if doctree is not None and any("student-install" in node.astext() for node in doctree.findall(nodes.raw)):
+        app.add_js_file("student-install.js")
+
+
 def _with_math(text: str) -> list[nodes.Node]:
     """``text`` as nodes, with each ``$...$`` part as inline math (a title such as "why divide by $\\sqrt{d_k}$")."""
     parts = text.split("$")
@@ -104,14 +186,16 @@ def start_release(app):
     manifest = target / MANIFEST
     if manifest.is_file():
         saved = json.loads(manifest.read_text(encoding="utf-8"))
-        if saved.get("hash") == wanted and all((target / name).is_file() for name in saved.get("zips", [])):
+        made = saved.get("zips", []) + [saved.get("wheel", "")]
+        if saved.get("hash") == wanted and all((target / name).is_file() for name in made):
             return
-    state = {"hash": wanted, "error": None, "zips": []}
+    state = {"hash": wanted, "error": None, "zips": [], "wheel": None}
     staging = Path(tempfile.mkdtemp(prefix="qkv-problem-sets-"))
 
     def work():
         try:
-            state["zips"] = release_zips(course_root(app), staging)
+            state["zips"] = release_zips(course_root(app), staging / "zips")
+            state["wheel"] = build_wheel(package_root(app), staging / "wheel")
         except Exception as err:  # reported when the build finishes
             state["error"] = err
 
@@ -136,9 +220,9 @@ def finish_release(app, exception):
         target = Path(app.outdir) / OUTPUT_FOLDER
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)
-        for path in state["zips"]:
+        for path in [*state["zips"], state["wheel"]]:
             shutil.copy2(path, target / path.name)
-        manifest = {"hash": state["hash"], "zips": [p.name for p in state["zips"]]}
+        manifest = {"hash": state["hash"], "zips": [p.name for p in state["zips"]], "wheel": state["wheel"].name}
         (target / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -147,6 +231,8 @@ def finish_release(app, exception):
 def setup(app):
     app.add_config_value("problem_sets_course", "exercises", "env")
     app.add_directive("problem-set-downloads", ProblemSetDownloads)
+    app.add_directive("student-install", StudentInstall)
+    app.connect("html-page-context", add_install_script)
     app.connect("builder-inited", start_release)
     app.connect("build-finished", finish_release)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

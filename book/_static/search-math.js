@@ -29,10 +29,29 @@ const leaveDisplayMathOutOfSummaries = () => {
   };
 };
 
+// Sphinx marks the search term in a summary with a <span class="highlighted">. Inside an inline
+// formula (\(\mathrm{softmax}(QK^\top)\)) the mark would cut the formula's TeX in two pieces that
+// cannot be typeset, so there the mark is taken out again.
+const unmarkTermsInsideMath = (results) => {
+  const count = (text, delimiter) => text.split(delimiter).length - 1;
+  for (const summary of results.querySelectorAll("p.context")) {
+    let open = 0;
+    for (const node of [...summary.childNodes]) {
+      if (node.nodeType === Node.TEXT_NODE) {
+        open += count(node.nodeValue, "\\(") - count(node.nodeValue, "\\)");
+      } else if (open > 0 && node.classList && node.classList.contains("highlighted")) {
+        node.replaceWith(document.createTextNode(node.textContent));
+      }
+    }
+    summary.normalize();
+  }
+};
+
 const typesetResultsAsTheyArrive = (results) => {
   let running = false;
   let again = false;
   const typeset = () => {
+    unmarkTermsInsideMath(results);
     if (!window.MathJax || !window.MathJax.startup) return;
     if (running) {
       again = true;

@@ -7,7 +7,7 @@ uses it: :mod:`qkv_book` (the website's display, plots and widgets),
 commands). Nothing in ``qkv`` imports them.
 """
 
-from . import examples
+from . import examples, models
 from .attention import causal_mask, linear, scaled_dot_product_attention, self_attention, softmax
 from .multihead import Head, fuse_heads, fused_multi_head_attention, merge_heads, multi_head_attention, split_heads
 from .trace import HeadTrace, MultiHeadTrace, Projection, project, trace_head, trace_multi_head
@@ -74,4 +74,5 @@ __all__ = [
     "nadaraya_watson",
     "gaussian_as_dot_product",
     "additive_attention",
+    "models",
 ]

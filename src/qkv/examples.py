@@ -12,7 +12,7 @@ student works their own. The book shows variant 0.
 
 - :func:`delivery_example`: seed 000, "外送 晚到 補償", two heads, d_model = 4.
 - :func:`q1_example`: seed 002, one query ``q1 = [1, 0]`` over three keys, d_k = 2.
-- :func:`softmax_saturation_example`: seed 002, softmax of [2, 1, 0] against [20, 10, 0].
+- :func:`softmax_saturation_example`: seed 002, softmax of [2, 1, 0] against [20, 10, 0], d_k = 100.
 - :func:`zhonghe_example`: seed 001, the attention matrix of "中和 有 一個 永和路".
 
 The course adds examples of its own where a chapter needs numbers that no seed prints;
@@ -27,15 +27,15 @@ their docstrings say so:
 from __future__ import annotations
 
 import functools
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
-from .attention import scaled_dot_product_attention
+from .attention import scaled_dot_product_attention, softmax
 from .block import EncoderLayer, FeedForward, LayerNorm, MultiHead
 from .multihead import Head
-from .trace import trace_multi_head
-from .variants import VariantDraw, first_accepted
+from .variants import APART_FROM_SEED, VariantDraw, apart_from_seed
 
 ROOT_HALF = 0.707107  # 1/sqrt(2) as seed 000 prints it
 
@@ -65,12 +65,20 @@ def delivery_example(variant: int = 0) -> MultiHeadExample:
     Other variants keep that story and the seed's shapes and form: ``X`` of 0s and 1s,
     ``W_Q`` and ``W_V`` that pick columns of ``X``, and keys in multiples of 0.707107
     (1/sqrt(2), rounded as the seed rounds it), so that the scaled scores come out in
-    halves. In each head 補償's largest weight is clear of the others (by 0.05 or
-    more), no weight is below 0.02 or above 0.9, and every step of both heads
-    differs from the seed's.
+    halves. Every question the problem sets ask of it has one clear answer, and never
+    the seed's:
+
+    - in head 1, 補償 attends most to 晚到; in head 2, most to 外送 and least to 晚到
+      (each by a margin of 0.05 or more in its weights);
+    - one token's query is the longest (外送 or 晚到), so that it attends most sharply,
+      and attends most to 晚到 in head 1 (by 0.05 or more);
+    - one key of head 2 is the longest, and it is not 外送's;
+    - the key bias of head 1 is neither zero nor the seed's;
+    - no weight is below 0.02 or above 0.9, and every step of both heads differs
+      from the seed's by more than 0.01 somewhere.
     """
     if variant != 0:
-        return _delivery_from(first_accepted("delivery", variant, _draw_delivery, _workable_delivery))
+        return _delivery_variant(variant)
     X = np.array([
         [1, 0, 0, 1],  # 外送
         [0, 1, 1, 0],  # 晚到
@@ -117,7 +125,7 @@ def q1_example(variant: int = 0) -> QueryExample:
     more), none is below 0.03 or above 0.85, and no step equals the seed's.
     """
     if variant != 0:
-        return first_accepted("q1", variant, _draw_q1, _workable_q1)
+        return _q1_variant(variant)
     return QueryExample(
         Q=np.array([[1.0, 0.0]]),  # (1, 2): q1
         K=np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]),  # (3, 2): k1, k2, k3
@@ -135,9 +143,18 @@ class SoftmaxSaturationExample:
     d_k: int
 
 
-def softmax_saturation_example() -> SoftmaxSaturationExample:
+def softmax_saturation_example(variant: int = 0) -> SoftmaxSaturationExample:
     """Seed 002: softmax of [2, 1, 0] is a healthy mix, of [20, 10, 0] nearly one-hot;
-    dividing by sqrt(d_k) = sqrt(100) = 10 turns the second into the first."""
+    dividing by sqrt(d_k) = sqrt(100) = 10 turns the second into the first.
+
+    Other variants: three different moderate scores, multiples of 0.5 from -2 to 3,
+    whose softmax is a healthy mix (no weight below 0.02 or above 0.9, the largest
+    clear by 0.05), scaled up by a whole factor from 4 to 10 (so ``d_k`` is its square,
+    16 to 100) into a nearly one-hot softmax (largest weight 0.95 or more); neither
+    softmax is the seed's.
+    """
+    if variant != 0:
+        return _saturation_variant(variant)
     return SoftmaxSaturationExample(
         moderate=np.array([2.0, 1.0, 0.0]), scaled_up=np.array([20.0, 10.0, 0.0]), d_k=100
     )
@@ -263,107 +280,6 @@ def zhonghe_vectors_example() -> SelfAttentionExample:
     return SelfAttentionExample(tokens=("中和", "有", "一個", "永和路"), X=X, head=head)
 
 
-# --------------------------------------------------------------------------- variants
-
-
-def _draw_q1(draw: VariantDraw) -> QueryExample:
-    return QueryExample(
-        Q=np.array([draw.integers(-1, 2, (2,))], dtype=float),  # (1, 2)
-        K=np.array(draw.integers(-1, 2, (3, 2)), dtype=float),  # (3, 2)
-        V=np.array(draw.integers(0, 2, (3, 2)), dtype=float),  # (3, 2)
-    )
-
-
-def _attention_steps(Q, K, V) -> list[np.ndarray]:
-    """Q K^T, the scaled scores, the weights and the output: the steps a student writes down."""
-    output, weights = scaled_dot_product_attention(Q, K, V)
-    scores = Q @ K.T  # (n_q, n_k)
-    return [scores, scores / np.sqrt(Q.shape[-1]), weights, output]
-
-
-def _clear_largest(row: np.ndarray, margin: float) -> bool:
-    top, second = np.sort(row)[::-1][:2]
-    return top - second >= margin
-
-
-def _all_differ(steps: list[np.ndarray], seed_steps: list[np.ndarray], tol: float = 0.011) -> bool:
-    """Every step differs from the seed's somewhere by more than a hand answer's tolerance."""
-    return all(a.shape != b.shape or np.abs(a - b).max() > tol for a, b in zip(steps, seed_steps))
-
-
-def _workable_q1(ex: QueryExample) -> bool:
-    if not ex.Q.any() or len({tuple(k) for k in ex.K}) < 3 or len({tuple(v) for v in ex.V}) < 3:
-        return False
-    steps = _attention_steps(ex.Q, ex.K, ex.V)
-    weights = steps[2][0]
-    return (_clear_largest(weights, 0.05) and weights.min() >= 0.03 and weights.max() <= 0.85
-            and _all_differ(steps, _seed_steps("q1")))
-
-
-@functools.cache
-def _seed_steps(example: str) -> tuple[np.ndarray, ...]:
-    """The steps of the seed's own numbers (variant 0), which no other variant may repeat."""
-    if example == "q1":
-        seed = q1_example()
-        return tuple(_attention_steps(seed.Q, seed.K, seed.V))
-    return tuple(_delivery_steps(delivery_example()))
-
-
-def _pick_columns(columns: tuple[int, int], d_model: int = 4) -> np.ndarray:
-    """A (d_model, 2) matrix of 0s and 1s whose product with X keeps two of X's columns."""
-    W = np.zeros((d_model, 2))
-    W[columns[0], 0] = W[columns[1], 1] = 1.0
-    return W
-
-
-_COLUMN_PAIRS = ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3), (1, 0), (2, 0), (3, 2))
-
-
-def _draw_delivery(draw: VariantDraw) -> tuple[np.ndarray, ...]:
-    """X, W_Q, then W_K, b_K and W_V of each head, as plain arrays (a candidate, not yet checked)."""
-    X = np.array(draw.integers(0, 1, (3, 4)), dtype=float)  # (n, d_model) = (3, 4)
-    W_Q = _pick_columns(draw.choice(_COLUMN_PAIRS))  # both heads read the same queries, as in the seed
-    arrays = [X, W_Q]
-    for _ in range(2):
-        key_steps = np.array(draw.integers(-2, 2, (4, 1)), dtype=float) @ np.ones((1, 2))  # equal columns
-        arrays.append(np.round(key_steps * ROOT_HALF, 6))  # W_K: multiples of 0.707107
-        arrays.append(np.round(np.full(2, float(draw.integer(-1, 3))) * ROOT_HALF, 6))  # b_K
-        arrays.append(_pick_columns(draw.choice(_COLUMN_PAIRS)))  # W_V
-    return tuple(arrays)
-
-
-def _rough_weights(X, W_Q, W_K, b_K) -> np.ndarray:
-    """A head's weights (n, n), in plain numpy: a fast first test of a candidate."""
-    scores = (X @ W_Q) @ (X @ W_K + b_K).T / np.sqrt(W_Q.shape[1])  # (n, n)
-    e = np.exp(scores - scores.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def _delivery_from(arrays: tuple[np.ndarray, ...]) -> MultiHeadExample:
-    X, W_Q = arrays[:2]
-    heads = tuple(Head(W_Q=W_Q, W_K=W_K, W_V=W_V, b_Q=np.zeros(2), b_K=b_K, b_V=np.zeros(2))
-                  for W_K, b_K, W_V in (arrays[2:5], arrays[5:8]))
-    return MultiHeadExample(tokens=("外送", "晚到", "補償"), X=X, heads=heads, W_O=np.eye(4), b_O=np.zeros(4))
-
-
-def _delivery_steps(ex: MultiHeadExample) -> list[np.ndarray]:
-    trace = trace_multi_head(ex.X, ex.heads, ex.W_O, ex.b_O)
-    steps = []
-    for head in trace.heads:
-        steps += [head.Q.Z, head.K.B, head.K.Z, head.V.Z, head.S_raw, head.S, head.A, head.O]
-    return steps + [trace.O_concat, trace.Y.Z]
-
-
-def _workable_delivery(arrays: tuple[np.ndarray, ...]) -> bool:
-    X, W_Q = arrays[:2]
-    if len({tuple(row) for row in X}) < 3 or not X.any(axis=1).all():
-        return False
-    weights = np.stack([_rough_weights(X, W_Q, W_K, b_K) for W_K, b_K in (arrays[2:4], arrays[5:7])])
-    compensation = weights[:, 2]  # 補償's row in each head, (h, n)
-    story = compensation[0].argmax() == 1 and compensation[1].argmax() == 0  # 晚到 in head 1, 外送 in head 2
-    return (story and all(_clear_largest(row, 0.05) for row in compensation)
-            and weights.min() >= 0.02 and weights.max() <= 0.9
-            and _all_differ(_delivery_steps(_delivery_from(arrays)), _seed_steps("delivery")))
 def delivery_encoder_layer():
     """Seed 000's two heads (``W_O = I``) inside a whole encoder block, for 外送 晚到 補償.
 
@@ -397,3 +313,245 @@ def delivery_encoder_layer():
         feed_forward=FeedForward(W_1, b_1, W_2, b_2, activation="relu"),
         norm_2=LayerNorm.identity(4),
     )
+
+
+# --------------------------------------------------------------------------- variants
+#
+# Each variant is drawn in stages from its own stream (qkv.variants.VariantDraw). Where
+# a stage has few enough possibilities, every workable one is listed once (in a fixed
+# order) and the stream picks one; otherwise the stream draws until the stage is
+# workable. Changing anything here changes students' numbers: tests pin a few variants.
+
+
+def _clear_largest(row: np.ndarray, margin: float) -> bool:
+    top, second = np.sort(row)[::-1][:2]
+    return top - second >= margin
+
+
+def _all_differ(steps, seed_steps) -> bool:
+    """Every step differs from the seed's (:func:`qkv.variants.apart_from_seed`)."""
+    return all(apart_from_seed(a, b) for a, b in zip(steps, seed_steps))
+
+
+def _margins(values: np.ndarray) -> np.ndarray:
+    """The largest minus the second largest along the last axis."""
+    ordered = np.sort(values, axis=-1)
+    return ordered[..., -1] - ordered[..., -2]
+
+
+# ------------------------------------------------------------------ q1: one query over three keys
+
+
+def _attention_steps(Q, K, V) -> list[np.ndarray]:
+    """Q K^T, the scaled scores, the weights and the output: the steps a student writes down."""
+    output, weights = scaled_dot_product_attention(Q, K, V)
+    scores = Q @ K.T  # (n_q, n_k)
+    return [scores, scores / np.sqrt(Q.shape[-1]), weights, output]
+
+
+@functools.cache
+def _workable_queries_and_keys() -> tuple[np.ndarray, np.ndarray]:
+    """Every ``q1`` ``(2,)`` and keys ``(3, 2)`` of whole numbers from -1 to 2 that make workable weights."""
+    vectors = np.array(list(itertools.product(range(-1, 3), repeat=2)), dtype=float)  # (16, 2)
+    queries = vectors[np.any(vectors != 0, axis=1)]  # (15, 2)
+    keys = vectors[np.array(list(itertools.product(range(16), repeat=3)))]  # (4096, 3, 2)
+    distinct = np.array([len({tuple(k) for k in K}) == 3 for K in keys])
+    keys = keys[distinct]
+    q_all = np.repeat(queries, len(keys), axis=0)  # (m, 2)
+    k_all = np.tile(keys, (len(queries), 1, 1))  # (m, 3, 2)
+    scores = np.einsum("md,mjd->mj", q_all, k_all)  # (m, 3)
+    weights = softmax(scores / np.sqrt(2), axis=-1)
+    seed = q1_example()
+    seed_steps = _attention_steps(seed.Q, seed.K, seed.V)
+    workable = ((_margins(weights) >= 0.05) & (weights.min(axis=1) >= 0.03) & (weights.max(axis=1) <= 0.85)
+                & (np.abs(scores - seed_steps[0]).max(axis=1) > APART_FROM_SEED)
+                & (np.abs(weights - seed_steps[2]).max(axis=1) > APART_FROM_SEED))
+    return q_all[workable], k_all[workable]
+
+
+def _q1_variant(variant: int) -> QueryExample:
+    draw = VariantDraw("q1", variant)
+    queries, keys = _workable_queries_and_keys()
+    pick = draw.integer(0, len(queries) - 1)
+    Q, K = queries[pick][None, :], keys[pick]  # (1, 2), (3, 2)
+    seed = q1_example()
+    seed_output = _attention_steps(seed.Q, seed.K, seed.V)[3]
+
+    def values(d: VariantDraw) -> np.ndarray:
+        return np.array(d.integers(0, 2, (3, 2)), dtype=float)  # (3, 2)
+
+    def workable(V: np.ndarray) -> bool:
+        return len({tuple(v) for v in V}) == 3 and _all_differ([_attention_steps(Q, K, V)[3]], [seed_output])
+
+    return QueryExample(Q=Q.copy(), K=K.copy(), V=draw.until(values, workable, "values"))
+
+
+# ------------------------------------------------------------------ softmax saturation
+
+
+@functools.cache
+def _workable_saturations() -> tuple[tuple[tuple[float, ...], int], ...]:
+    """Every (moderate scores, factor) that makes a workable saturation example, in a fixed order."""
+    halves = [h / 2 for h in range(-4, 7)]  # -2, -1.5, ..., 3
+    seed = softmax_saturation_example()
+    seed_moderate, seed_scaled = softmax(seed.moderate), softmax(seed.scaled_up)
+    found = []
+    for scores in itertools.permutations(halves, 3):
+        moderate = softmax(np.array(scores))
+        if (moderate.min() < 0.02 or moderate.max() > 0.9 or not _clear_largest(moderate, 0.05)
+                or not apart_from_seed(moderate, seed_moderate)):
+            continue
+        for factor in range(4, 11):
+            scaled = softmax(factor * np.array(scores))
+            if scaled.max() >= 0.95 and apart_from_seed(scaled, seed_scaled):
+                found.append((scores, factor))
+    return tuple(found)
+
+
+def _saturation_variant(variant: int) -> SoftmaxSaturationExample:
+    scores, factor = VariantDraw("softmax_saturation", variant).choice(_workable_saturations())
+    moderate = np.array(scores)
+    return SoftmaxSaturationExample(moderate=moderate, scaled_up=factor * moderate, d_k=factor**2)
+
+
+# ------------------------------------------------------------------ delivery: 外送 晚到 補償
+
+_COLUMN_PAIRS = ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3), (1, 0), (2, 0), (3, 2))
+_HALF_SCALE = ROOT_HALF / np.sqrt(2)  # a score q . k / sqrt(2) with keys in steps of 0.707107: 0.5 per step
+CAUSE, TOPIC, COMPENSATION = 0, 1, 2  # 外送 is token 0, 晚到 token 1, 補償 token 2
+# Head 1 links 補償 to 晚到 (index 1), head 2 to 外送 (index 0).
+
+
+def _pick_columns(columns: tuple[int, int], d_model: int = 4) -> np.ndarray:
+    """A (d_model, 2) matrix of 0s and 1s whose product with X keeps two of X's columns."""
+    W = np.zeros((d_model, 2))
+    W[columns[0], 0] = W[columns[1], 1] = 1.0
+    return W
+
+
+@functools.cache
+def _key_choices() -> tuple[np.ndarray, np.ndarray]:
+    """Every key direction k (whole numbers from -2 to 2 per dimension of X) and key bias c (-1 to 3).
+
+    A head's keys are ``(X k + c) * 0.707107`` in both of their columns: ``W_K`` has
+    ``k * 0.707107`` in each column and ``b_K = c * 0.707107``.
+    """
+    pairs = list(itertools.product(itertools.product(range(-2, 3), repeat=4), range(-1, 4)))
+    return (np.array([k for k, _ in pairs], dtype=float),  # (3125, 4)
+            np.array([c for _, c in pairs], dtype=float))  # (3125,)
+
+
+@functools.cache
+def _workable_tokens() -> tuple[np.ndarray, tuple[tuple[int, int], ...]]:
+    """Every ``X`` (3 x 4, of 0s and 1s) and query columns that can tell the story, in a fixed order.
+
+    The three tokens differ and none is empty; 補償's query is not zero, and 外送's or
+    晚到's query is the one longest (so that one token clearly attends most sharply).
+    """
+    bits = (np.arange(2**12)[:, None] >> np.arange(11, -1, -1)[None, :]) & 1  # (4096, 12)
+    X_all = bits.reshape(-1, 3, 4).astype(float)
+    rows = X_all @ (2.0 ** np.arange(4))  # (4096, 3): each row as a whole number
+    usable = (rows > 0).all(axis=1) & (rows[:, 0] != rows[:, 1]) & (rows[:, 0] != rows[:, 2]) & (
+        rows[:, 1] != rows[:, 2])
+    found_X, found_columns = [], []
+    for columns in _COLUMN_PAIRS:
+        q = X_all[:, :, list(columns)].sum(axis=2)  # (4096, 3): each query's length squared
+        ordered = np.sort(q, axis=1)
+        ok = usable & (q[:, 2] >= 1) & (np.argmax(q, axis=1) != 2) & (ordered[:, 2] > ordered[:, 1])
+        found_X.extend(X_all[ok])
+        found_columns.extend([columns] * int(ok.sum()))
+    return np.array(found_X), tuple(found_columns)
+
+
+_KEY_LENGTHS = range(-9, 12)  # every m_j = X_j . k + c that the key choices can make
+
+
+@functools.cache
+def _workable_key_steps(q: tuple[int, ...], head: int) -> np.ndarray:
+    """Which keys ``m_j * 0.707107 * [1, 1]`` (m_j in :data:`_KEY_LENGTHS`) make head ``head`` tell the story.
+
+    ``q`` holds each token's query length squared (its entries' sum); the result is a
+    boolean table indexed by ``(m_0, m_1, m_2)`` minus the smallest ``m``.
+    """
+    m = np.array(list(itertools.product(_KEY_LENGTHS, repeat=3)), dtype=float)  # (9261, 3)
+    scores = np.array(q, dtype=float)[None, :, None] * m[:, None, :] * _HALF_SCALE  # (9261, n, n)
+    weights = softmax(scores, axis=-1)
+    row = weights[:, COMPENSATION]  # 補償's row, (9261, n)
+    ok = (weights.min(axis=(1, 2)) >= 0.02) & (weights.max(axis=(1, 2)) <= 0.9) & (_margins(row) >= 0.05)
+    if head == 0:  # 補償 attends most to 晚到, and one token attends most to 晚到
+        ok &= (np.argmax(row, axis=1) == 1) & (_margins(weights[:, :, 1]) >= 0.05)
+    else:  # 補償 attends most to 外送 and least to 晚到; the longest key is not 外送's
+        length = np.abs(m)
+        ok &= ((np.argmax(row, axis=1) == 0) & (np.argmin(row, axis=1) == 1) & (_margins(-row) >= 0.05)
+               & (_margins(length) >= 1) & (np.argmax(length, axis=1) != 0))
+    size = len(_KEY_LENGTHS)
+    return ok.reshape(size, size, size)
+
+
+@functools.cache
+def _key_steps_by_token() -> np.ndarray:
+    """``m = x . k + c`` of every key choice (:func:`_key_choices`) for every token ``x`` (4 bits), as
+    indices into the tables of :func:`_workable_key_steps`: (16, 3125)."""
+    k, c = _key_choices()
+    x = ((np.arange(16)[:, None] >> np.arange(3, -1, -1)[None, :]) & 1).astype(float)  # (16, 4)
+    return (x @ k.T + c[None, :]).astype(int) - _KEY_LENGTHS[0]
+
+
+def _workable_keys(X: np.ndarray, q: np.ndarray, head: int) -> np.ndarray:
+    """The indices into :func:`_key_choices` that make head ``head`` (0 or 1) tell the story."""
+    tokens = (X @ (2 ** np.arange(3, -1, -1))).astype(int)  # each token's 4 bits as a whole number
+    m = _key_steps_by_token()[tokens]  # (3, 3125)
+    ok = _workable_key_steps(tuple(int(v) for v in q), head)[m[0], m[1], m[2]]
+    if head == 0:
+        ok &= (_key_choices()[1] != 0) & (_key_choices()[1] != 1)  # a key bias to broadcast, not the seed's
+    return np.flatnonzero(ok)
+
+
+def _delivery_candidate(draw: VariantDraw) -> MultiHeadExample | None:
+    X_all, column_pairs = _workable_tokens()
+    pick = draw.integer(0, len(X_all) - 1)
+    X, columns = X_all[pick].copy(), column_pairs[pick]
+    q = X[:, list(columns)].sum(axis=1)
+    k, c = _key_choices()
+    heads = []
+    for head in (0, 1):
+        workable = _workable_keys(X, q, head)
+        if not len(workable):
+            return None
+        pick = workable[draw.integer(0, len(workable) - 1)]
+        heads.append(Head(
+            W_Q=_pick_columns(columns),
+            W_K=np.round(np.outer(k[pick], np.ones(2)) * ROOT_HALF, 6),  # (4, 2), multiples of 0.707107
+            W_V=_pick_columns(draw.choice(_COLUMN_PAIRS)),
+            b_Q=np.zeros(2),
+            b_K=np.round(np.full(2, c[pick]) * ROOT_HALF, 6),
+            b_V=np.zeros(2),
+        ))
+    tokens = ("外送", "晚到", "補償")
+    return MultiHeadExample(tokens=tokens, X=X, heads=tuple(heads), W_O=np.eye(4), b_O=np.zeros(4))
+
+
+def _delivery_steps(ex: MultiHeadExample) -> list[np.ndarray]:
+    """Every step a student writes down, in plain numpy (tests check them against qkv's trace)."""
+    steps, outputs = [], []
+    for head in ex.heads:
+        Q, B_K, V = ex.X @ head.W_Q + head.b_Q, np.tile(head.b_K, (len(ex.X), 1)), ex.X @ head.W_V + head.b_V
+        K = ex.X @ head.W_K + B_K
+        S_raw = Q @ K.T
+        A = softmax(S_raw / np.sqrt(Q.shape[1]), axis=-1)
+        outputs.append(A @ V)
+        steps += [Q, B_K, K, V, S_raw, S_raw / np.sqrt(Q.shape[1]), A, outputs[-1]]
+    O_concat = np.concatenate(outputs, axis=1)
+    return steps + [O_concat, O_concat @ ex.W_O + ex.b_O]
+
+
+@functools.cache
+def _seed_delivery_steps() -> tuple[np.ndarray, ...]:
+    return tuple(_delivery_steps(delivery_example()))
+
+
+def _delivery_variant(variant: int) -> MultiHeadExample:
+    return VariantDraw("delivery", variant).until(
+        _delivery_candidate,
+        lambda ex: ex is not None and _all_differ(_delivery_steps(ex), _seed_delivery_steps()),
+        "delivery example")

@@ -1,10 +1,12 @@
-"""The book's interactive explorer: move d_k and watch the softmax weights with and without scaling.
+"""The book's interactive explorers, each an ipywidgets box of controls and a picture.
 
-:class:`ScalingExplorer` is an ipywidgets box (a slider and a picture). In Jupyter
-the slider is live and the picture is redrawn on every move. A page of the website
-has no kernel, so the explorer also offers a static ``image/png`` of its current
-state in its display data: the website shows that picture instead of an empty
-widget area. Import it explicitly: ``import qkv_book.widgets``.
+- :class:`ScalingExplorer`: move d_k and watch the softmax weights with and without scaling.
+- :class:`TrainedModelExplorer`: pick a sentence, a layer, a head and a token of a trained model.
+
+In Jupyter the controls are live and the picture is redrawn on every move. A page of the
+website has no kernel, so each explorer also offers a static ``image/png`` of its current
+state in its display data: the website shows that picture instead of an empty widget
+area. Import it explicitly: ``import qkv_book.widgets``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,18 @@ from .plots import figure_png, weight_bars
 D_K_CHOICES = tuple(2**i for i in range(11))  # 1, 2, 4, ..., 1024
 
 
-class ScalingExplorer(ipywidgets.VBox):
+class StaticPicture:
+    """For an explorer whose ``picture`` (an ``ipywidgets.Image``) shows its state: the display data
+    carries the live widget for Jupyter and that picture as a PNG for pages without a kernel."""
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
+        bundle["text/plain"] = self.describe()
+        bundle["image/png"] = base64.b64encode(self.picture.value).decode("ascii")
+        return bundle
+
+
+class ScalingExplorer(StaticPicture, ipywidgets.VBox):
     """A slider for ``d_k`` and the weights one query gives ``n_keys`` keys, unscaled and scaled.
 
     The query and keys have independent standard-normal components (the
@@ -87,9 +100,122 @@ class ScalingExplorer(ipywidgets.VBox):
     def _redraw(self, change=None) -> None:
         self.picture.value = self.png()
 
-    def _repr_mimebundle_(self, **kwargs):
-        """The live widget for Jupyter, plus a PNG of the current state for pages without a kernel."""
-        bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
-        bundle["text/plain"] = f"ScalingExplorer(d_k={self.d_k})"
-        bundle["image/png"] = base64.b64encode(self.picture.value).decode("ascii")
-        return bundle
+    def describe(self) -> str:
+        return f"ScalingExplorer(d_k={self.d_k})"
+
+
+class TrainedModelExplorer(StaticPicture, ipywidgets.VBox):
+    """Pick a sentence, a layer, a head and a token of a trained text model; see that head's map
+    (the token's row boxed) and the token's weights as bars.
+
+    Every sentence is run through the whole model with :func:`qkv.models.encode` once, when it is
+    first chosen. A sentence typed into the text box joins the list.
+
+    Args:
+        model: a :class:`qkv.models.TextEncoder` (for instance :func:`qkv.models.load_minilm`).
+        sentences: the sentences offered at the start (at least one).
+        layer, head: where to start, counted from 1 as in the book.
+        token: the starting token, as text (its first occurrence); the last word before ``[SEP]`` if None.
+    """
+
+    def __init__(self, model, sentences, *, layer: int = 1, head: int = 1, token: str | None = None):
+        from qkv.models import encode
+
+        sentences = [str(sentence) for sentence in sentences]
+        if not sentences:
+            raise ValueError("TrainedModelExplorer needs at least one sentence")
+        num_layers, num_heads = len(model.layers), model.num_heads
+        for name, value, top in (("layer", layer, num_layers), ("head", head, num_heads)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
+                raise ValueError(f"{name} must be a whole number from 1 to {top}, got {value!r}")
+        self._model, self._encode, self._encodings = model, encode, {}
+        tokens = self.encoding(sentences[0]).tokens
+        if token is not None and token not in tokens:
+            raise ValueError(f"token {token!r} is not among the tokens of {sentences[0]!r}: {', '.join(tokens)}")
+        wide = ipywidgets.Layout(width="420px")
+        self.sentence = ipywidgets.Dropdown(options=sentences, value=sentences[0], description="sentence",
+                                            layout=wide)
+        self.typed = ipywidgets.Text(placeholder="type a sentence and press Enter", description="or type",
+                                     continuous_update=False, layout=wide)
+        self.layer = ipywidgets.IntSlider(value=layer, min=1, max=num_layers, description="layer",
+                                          continuous_update=False)
+        self.head = ipywidgets.IntSlider(value=head, min=1, max=num_heads, description="head",
+                                         continuous_update=False)
+        self.token = ipywidgets.Dropdown(options=self._token_options(tokens), description="token")
+        self.token.value = tokens.index(token) if token is not None else len(tokens) - 3
+        self.picture = ipywidgets.Image(format="png")
+        super().__init__([self.sentence, self.typed, ipywidgets.HBox([self.layer, self.head]), self.token,
+                          self.picture])
+        self.typed.observe(self._add_typed_sentence, names="value")
+        self.sentence.observe(self._new_sentence, names="value")
+        for control in (self.layer, self.head, self.token):
+            control.observe(self._redraw, names="value")
+        self._redraw()
+
+    def encoding(self, sentence: str | None = None):
+        """The :class:`qkv.models.Encoding` of ``sentence`` (the selected one by default)."""
+        sentence = self.sentence.value if sentence is None else sentence
+        if sentence not in self._encodings:
+            self._encodings[sentence] = self._encode(self._model, sentence)
+        return self._encodings[sentence]
+
+    def weights(self) -> np.ndarray:
+        """The selected head's map in the selected layer, ``(n, n)``."""
+        return self.encoding().weights[self.layer.value - 1, self.head.value - 1]
+
+    def figure(self):
+        """The current state: the head's map with the token's row boxed, and that row as bars."""
+        from matplotlib.figure import Figure
+        from matplotlib.patches import Rectangle
+
+        from .plots import draw_heatmap
+
+        tokens, query, weights = self.encoding().tokens, self.token.value, self.weights()
+        n = len(tokens)
+        fig = Figure(figsize=(8.2, 4.2), dpi=90)  # fixed margins: quick to redraw on every move
+        map_ax, bar_ax = fig.subplots(1, 2, gridspec_kw={"left": 0.14, "right": 0.97, "bottom": 0.12,
+                                                         "top": 0.72, "wspace": 0.45})
+        draw_heatmap(map_ax, weights, tokens, tokens, annotate=False)
+        map_ax.tick_params(axis="x", labelrotation=90, labelsize=7)
+        map_ax.tick_params(axis="y", labelsize=7)
+        map_ax.add_patch(Rectangle((-0.5, query - 0.5), n, 1, fill=False, edgecolor="#d9541a", linewidth=2))
+        bar_ax.barh(range(n), weights[query], color="#3b75af")
+        bar_ax.set_yticks(range(n), tokens, fontsize=7)
+        bar_ax.invert_yaxis()
+        bar_ax.set_xlim(0, 1)
+        bar_ax.set_xlabel("weight")
+        bar_ax.set_title(f"row of {tokens[query]!r}: its weight on each key", fontsize=9)
+        fig.suptitle(f"layer {self.layer.value}, head {self.head.value}, query {tokens[query]!r}", fontsize=10,
+                     y=0.99)
+        return fig
+
+    def png(self) -> bytes:
+        return figure_png(self.figure())
+
+    def describe(self) -> str:
+        token = self.encoding().tokens[self.token.value]
+        return (f"TrainedModelExplorer(sentence={self.sentence.value!r}, layer={self.layer.value}, "
+                f"head={self.head.value}, token={token!r})")
+
+    @staticmethod
+    def _token_options(tokens):
+        return [(f"{i}: {token}", i) for i, token in enumerate(tokens)]
+
+    def _add_typed_sentence(self, change) -> None:
+        sentence = change["new"].strip()
+        if not sentence:
+            return
+        self.encoding(sentence)  # a sentence the model cannot read raises here, before anything changes
+        if sentence not in self.sentence.options:
+            self.sentence.options = [*self.sentence.options, sentence]
+        self.sentence.value = sentence
+
+    def _new_sentence(self, change) -> None:
+        tokens, previous = self.encoding().tokens, self.token.value
+        with self.hold_trait_notifications():
+            self.token.options = self._token_options(tokens)
+            self.token.value = min(previous, len(tokens) - 1)
+        self._redraw()
+
+    def _redraw(self, change=None) -> None:
+        self.picture.value = self.png()

@@ -6,6 +6,8 @@
 - :mod:`qkv_exercises.checks` and :mod:`qkv_exercises.checking`: the checks and the
   comparison they share with the grader, which never states an expected value to a
   student before grading.
+- :mod:`qkv_exercises.expectations` and :mod:`qkv_exercises.functions`: what hand answers
+  are compared with, and how the functions students write are called and judged.
 - :mod:`qkv_exercises.slips`: the values the typical slips produce, so a message can name one.
 - :mod:`qkv_exercises.identity`: student id -> variant.
 - :mod:`qkv_exercises.answers`: answers as plain JSON, across the grading sandbox's wall.

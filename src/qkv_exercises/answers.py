@@ -22,6 +22,7 @@ of nesting and :data:`MAX_TEXT` characters of text; beyond them a value becomes
 from __future__ import annotations
 
 import collections
+import dataclasses
 import math
 import reprlib
 import traceback
@@ -111,6 +112,10 @@ def _encode(value, depth: int):
     if isinstance(value, tuple) and hasattr(value, "_fields"):
         return {"t": "record", "name": type(value).__name__, "fields": [str(f) for f in value._fields],
                 "v": [_encode(v, depth + 1) for v in value]}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # a qkv.Head, for example
+        names = [f.name for f in dataclasses.fields(value)]
+        return {"t": "record", "name": type(value).__name__, "fields": names,
+                "v": [_encode(getattr(value, name), depth + 1) for name in names]}
     if isinstance(value, (list, tuple)):
         if len(value) > MAX_ITEMS:
             return _other(value, f"more than {MAX_ITEMS} items")

@@ -81,13 +81,16 @@ class ChoiceCheck:
         if observed is None or observed is Ellipsis:
             return Verdict(False, f"{self.answer} is {observed!r}: replace it with one of {options}, in quotes.")
         if not isinstance(observed, str):
-            return Verdict(False, f"{self.answer} is {observed!r} ({type(observed).__name__}): write one of "
+            shown = repr(observed) if len(repr(observed)) <= 40 else repr(observed)[:37] + "..."
+            return Verdict(False, f"{self.answer} is {shown} ({type(observed).__name__}): write one of "
                                   f"{options}, in quotes.")
-        written = observed.strip()
+        written = _normalised(observed, choice.choices)
         if written not in choice.choices:
-            return Verdict(False, f"{self.answer} is {observed!r}, which is not one of {options}.")
+            shown = repr(observed) if len(observed) <= 40 else repr(observed[:37] + "...")
+            return Verdict(False, f"{self.answer} is {shown}, which is not one of {options}.")
         if written == choice.right:
-            return Verdict(True, f"{self.answer} is correct{': ' + choice.explain_right if choice.explain_right else ''}.")
+            because = f": {choice.explain_right.rstrip('.')}" if choice.explain_right else ""
+            return Verdict(True, f"{self.answer} is correct{because}.")
         lines = [f"{self.answer} is {written!r}: not the right choice."]
         if written in choice.explain_wrong:
             lines.append(f"Likely slip: {choice.explain_wrong[written]}")
@@ -96,13 +99,27 @@ class ChoiceCheck:
         return Verdict(False, "\n".join(lines))
 
 
+def _normalised(written: str, choices: Sequence[str]) -> str:
+    """The answer as the choices are written: without spaces or quotes around it, and for
+    options named by a letter, without brackets ("(B)" -> "b")."""
+    text = written.strip().strip("'\"").strip()
+    if all(len(c) == 1 and c.isalpha() for c in choices):
+        text = text.strip("()[]. ").lower()
+    return text
+
+
 @dataclass(frozen=True)
 class Call:
-    """One call of a student's function: ``func(*args, **kwargs)``, named ``label`` in messages."""
+    """One call of a student's function: ``func(*args, **kwargs)``, named ``label`` in messages.
+
+    ``behaviour`` names what the call tries (``"along axis 0"``, ``"n_q != n_k"``): every
+    behaviour a hidden check tries, a visible check of the same function tries too.
+    """
 
     args: tuple = ()
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     label: str = ""
+    behaviour: str = ""
 
 
 @dataclass(frozen=True)
@@ -130,10 +147,16 @@ NOT_AVAILABLE = "QkvNotAvailable"  # the type name of a call that reached for qk
 class FunctionCheck:
     """A function the student writes (the notebook name ``answer``), called on ``calls(givens, rng)``.
 
-    ``judge_result(call, result, reveal)`` compares one call's result with qkv's.
-    Visible checks choose their calls from the givens; a ``hidden`` check draws them
-    with ``rng``, which at grading is seeded from the course's grading key, so that no
-    one can know them in advance.
+    ``judge_result(call, result, reveal)`` compares one call's result with qkv's;
+    ``judge_together(calls, results, reveal)``, when given, judges the results of all
+    the calls at once after each has passed (for example: two generators with the
+    same seed give the same samples). ``explain_raised(call, raised)`` may add the
+    likely slip behind an error the student's function raised.
+
+    Visible checks choose their calls from the givens (and a generator seeded from
+    the problem set and check); a ``hidden`` check draws them with ``rng``, which at
+    grading is seeded from the course's grading key, so that no one can know them in
+    advance.
     """
 
     grade_id: str
@@ -143,18 +166,31 @@ class FunctionCheck:
     description: str
     points: float = 1
     hidden: bool = False
+    judge_together: Callable[[Sequence[Call], Sequence[Any], bool], Verdict] | None = None
+    explain_raised: Callable[[Call, Raised], str | None] | None = None
     kind = "function"
 
     def judge(self, outcomes: Sequence[Outcome], calls: Sequence[Call], *, reveal: bool) -> Verdict:
         """The verdict on all the calls: the first call that failed, or a pass."""
+        return self.first_failure(outcomes, calls, reveal=reveal)[1]
+
+    def first_failure(self, outcomes: Sequence[Outcome], calls: Sequence[Call], *,
+                      reveal: bool) -> tuple[int | None, Verdict]:
+        """The index of the first call that failed (None if none did, or the calls together) and the verdict."""
         if len(outcomes) != len(calls):
-            return Verdict(False, f"{self.answer} was not called on every input (did the notebook stop early?).")
-        for call, outcome in zip(calls, outcomes):
+            return None, Verdict(False, f"{self.answer} was not called on every input (did the notebook stop early?).")
+        for index, (call, outcome) in enumerate(zip(calls, outcomes)):
             verdict = self._judge_one(call, outcome, reveal)
             if not verdict.passed:
-                return verdict
-        inputs = f"{len(calls)} inputs" if len(calls) > 1 else calls[0].label if calls else "no input"
-        return Verdict(True, f"{self.answer} is correct on {inputs}.")
+                return index, verdict
+        if self.judge_together is not None:
+            verdict = self.judge_together(calls, [outcome.value for outcome in outcomes], reveal)
+            if not verdict.passed:
+                return None, verdict
+        if len(calls) == 1:
+            return None, Verdict(True, f"{self.answer} is correct: {calls[0].label}.")
+        tried = "; ".join(dict.fromkeys(c.behaviour for c in calls if c.behaviour))
+        return None, Verdict(True, f"{self.answer} is correct on {len(calls)} inputs{': ' + tried if tried else ''}.")
 
     def _judge_one(self, call: Call, outcome: Outcome, reveal: bool) -> Verdict:
         label = call.label or f"{self.answer}(...)"
@@ -167,7 +203,9 @@ class FunctionCheck:
                                       "qkv is the reference your function is checked against, and it is not "
                                       "available to your function when the notebook is graded.")
             detail = f": {outcome.message}" if outcome.message else ""
-            return Verdict(False, f"{label} raised {outcome.type_name}{detail}")
+            message = f"{label} raised {outcome.type_name}{detail}"
+            advice = self.explain_raised(call, outcome) if self.explain_raised is not None else None
+            return Verdict(False, message + (f"\nLikely slip: {advice}" if advice else ""))
         if outcome.value is None:
             return Verdict(False, f"{label} returned None: write the body of the function and return its result.")
         return self.judge_result(call, outcome.value, reveal)

@@ -26,8 +26,12 @@ is filed under, and judges the answers outside it (:mod:`qkv_grading`).
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import copy
+import io
 import os
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,8 +49,32 @@ GREEN, RED, GREY, RESET = "\x1b[32m", "\x1b[31m", "\x1b[90m", "\x1b[0m"
 def start(problem_set: str, student_id="", practice=1) -> Session:
     """Start ``problem_set`` for the student ``student_id`` (or a practice variant); print whose numbers these are."""
     session = Session(get_problem_set(problem_set), solver(student_id, practice))
+    _quiet_lone_docstrings()
     print(session.banner())
     return session
+
+
+class _LoneDocstring(ast.NodeTransformer):
+    """A cell that is nothing but a string shows nothing: in a released notebook, a test cell whose
+    hidden tests were taken out keeps only its docstring, which IPython would show as the cell's result
+    (and nbgrader would read as a score)."""
+
+    def visit_Module(self, node: ast.Module) -> ast.Module:
+        if (len(node.body) == 1 and isinstance(node.body[0], ast.Expr)
+                and isinstance(node.body[0].value, ast.Constant) and isinstance(node.body[0].value.value, str)):
+            node.body = [ast.copy_location(ast.Pass(), node.body[0])]
+        return node
+
+
+def _quiet_lone_docstrings() -> None:
+    """In IPython, install :class:`_LoneDocstring` (once)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - the course installs IPython with JupyterLab
+        return
+    shell = get_ipython()
+    if shell is not None and not any(isinstance(t, _LoneDocstring) for t in shell.ast_transformers):
+        shell.ast_transformers.append(_LoneDocstring())
 
 
 @dataclass
@@ -61,7 +89,7 @@ class Session:
     verdicts: dict = field(default_factory=dict)
 
     # The methods a set-up cell may call besides reading givens; at grading they do nothing.
-    DISPLAY_METHODS = ("show",)
+    DISPLAY_METHODS = ("show", "show_maps", "show_options")
 
     def __post_init__(self):
         self.variant = self.solver.variant(self.problem_set.name)
@@ -86,12 +114,28 @@ class Session:
     # ----------------------------------------------------------------------- showing givens
 
     def show(self, name: str, value, row_labels=None) -> None:
-        """Display ``value`` as a matrix named ``name`` (LaTeX), with ``row_labels`` beside its rows."""
+        """Display ``value`` as a matrix named ``name`` (LaTeX), with ``row_labels`` beside its rows;
+        a single number as ``name = value``."""
+        from IPython.display import Math, display
+
+        from qkv_book.display import format_entry, show_matrix
+
+        if np.ndim(value) == 0:
+            display(Math(f"{name} = {format_entry(value)}"))
+        else:
+            display(show_matrix(name, value, row_labels=row_labels))
+
+    def show_maps(self, weights, tokens, titles=None) -> None:
+        """Display attention maps: one heatmap per head of ``weights`` ``(h, n, n)``, tokens on both axes."""
         from IPython.display import display
 
-        from qkv_book.display import show_matrix
+        from qkv_book.plots import head_grid
 
-        display(show_matrix(name, value, row_labels=row_labels))
+        display(head_grid(weights, tokens, titles=titles))
+
+    def show_options(self, options) -> None:
+        """Print the options of a multiple-choice question, lettered (a), (b), ..."""
+        print("\n".join(f"({letter}) {text}" for letter, text in zip("abcdefgh", options)))
 
     # ----------------------------------------------------------------------- checking
 
@@ -102,10 +146,14 @@ class Session:
         nbgrader counts the cell as failed.
         """
         check = self.problem_set.check(grade_id)
-        if isinstance(check, FunctionCheck):
-            verdict = self._check_function(check, answer)
-        else:
-            verdict = check.judge(answer, self.givens, reveal=False)
+        stray = io.StringIO()  # nothing reaches stderr: nbgrader would fail the cell for it
+        with contextlib.redirect_stderr(stray), warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            if isinstance(check, FunctionCheck):
+                verdict = self._check_function(check, answer)
+            else:
+                verdict = check.judge(answer, self.givens, reveal=False)
+        _print_aside("output", stray.getvalue())
         self.verdicts[grade_id] = verdict
         if not verdict.passed and os.environ.get(NBGRADER_VARIABLE):
             raise AnswerMismatch(verdict.message)
@@ -122,14 +170,29 @@ class Session:
                                                                              who)))
         else:
             calls = self.problem_set.visible_calls(check, self.givens)
-        outcomes = [self._call(func, call) for call in calls]
-        return check.judge(outcomes, calls, reveal=False)
+        outcomes, asides = [], {}
+        for call in calls:
+            outcome, printed = self._call(func, call)
+            outcomes.append(outcome)
+            for aside in printed:
+                asides[aside] = asides.get(aside, 0) + 1
+        for (what, text), count in asides.items():
+            _print_aside(f"{check.answer} {what}" + (f" on {count} calls" if count > 1 else ""), text)
+        failed, verdict = check.first_failure(outcomes, calls, reveal=False)
+        if failed is not None and isinstance(outcomes[failed], Raised):
+            print(outcomes[failed].traceback, end="")  # the student's own error, in their own frames
+        return verdict
 
     @staticmethod
-    def _call(func, call: Call):
-        """Call the student's function on a copy of the inputs, with qkv switched off."""
+    def _call(func, call: Call) -> tuple[Returned | Raised, list[tuple[str, str]]]:
+        """Call the student's function on a copy of the inputs, with qkv switched off.
+
+        Returns the outcome, and what the function printed (to stdout or stderr) and the
+        warnings it emitted: shown as ordinary output, greyed, they never fail a check.
+        """
         args, kwargs = _fresh(call.args), _fresh(dict(call.kwargs))
-        with qkv_switched_off():
+        printed = io.StringIO()
+        with qkv_switched_off(), contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
             result = call_student_function(func, args, kwargs)
         if result[0] == "returned":
             _, value, warned = result
@@ -138,12 +201,9 @@ class Session:
             _, type_name, message, traceback_text, warned = result
             if type_name == "QkvNotAvailable":
                 type_name, traceback_text = NOT_AVAILABLE, ""
-            elif traceback_text:
-                print(traceback_text, end="")  # the student's own error, in their own frames
             outcome = Raised(type_name, message, traceback_text)
-        for text in warned:
-            print(f"{GREY}({call.label or 'your function'} warned: {text}){RESET}")
-        return outcome
+        asides = [("printed", printed.getvalue().strip())] if printed.getvalue().strip() else []
+        return outcome, asides + [("warned", text) for text in warned]
 
     # ----------------------------------------------------------------------- summary
 
@@ -172,6 +232,14 @@ class Session:
             lines.append(f"{hidden_points:g} more points come from checks run only when your notebook is graded: "
                          "they test the same things on other inputs.")
         print("\n".join(lines))
+
+
+def _print_aside(what: str, text: str, limit: int = 500) -> None:
+    """Print ``text`` greyed, on stdout, as an aside: ``(what: text)``."""
+    text = text.strip()
+    if text:
+        shown = text if len(text) <= limit else text[:limit] + " ..."
+        print(f"{GREY}({what}: {shown}){RESET}")
 
 
 def _fresh(value):

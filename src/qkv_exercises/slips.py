@@ -14,13 +14,15 @@ several heads ``O_concat`` and ``Y``.
 
 from __future__ import annotations
 
+import functools
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
 from qkv.attention import linear, scaled_dot_product_attention, softmax
 from qkv.multihead import Head
-from qkv.trace import trace_head, trace_multi_head
+from qkv.trace import trace_head
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,11 @@ SCORES_TRANSPOSED = Slip(
     "your rows and columns are swapped (K Q^T instead of Q K^T): row i must hold query i's scores "
     "against every key.",
 )
+WEIGHTS_READ_BY_COLUMNS = Slip(
+    "weights_read_by_columns",
+    "did you use the columns of A? Row i of the output mixes the value rows with the weights in ROW i of A: "
+    "A[i, 0] V[0] + A[i, 1] V[1] + ...",
+)
 WEIGHTS_APPLIED_TO_K = Slip(
     "weights_applied_to_k",
     "did you apply the weights to K instead of V? The output is A V: the weights mix the values.",
@@ -93,6 +100,30 @@ RESHAPED_WITHOUT_TRANSPOSE = Slip(
     "reshaped_without_transpose",
     "did you reshape straight to the new shape? Reshape (n, d_model) to (n, h, d_k) first, then swap "
     "the first two axes, so that head i gets columns i*d_k to (i+1)*d_k - 1 of every token.",
+)
+MERGED_WITHOUT_TRANSPOSE = Slip(
+    "merged_without_transpose",
+    "did you reshape (h, n, d_k) straight to (n, h * d_k)? That mixes the tokens up. Swap the first two "
+    "axes first, to (n, h, d_k), then reshape, so that row i holds token i's row of head 1, then of "
+    "head 2, ... side by side.",
+)
+MISSING_KEEPDIMS = Slip(
+    "missing_keepdims",
+    "did you leave out keepdims=True? Without it, e.sum(axis=-1) has one entry per row, and dividing by "
+    "it divides column j by row j's sum. Write e.sum(axis=axis, keepdims=True) (the same for the max).",
+)
+OUTPUT_AND_WEIGHTS_SWAPPED = Slip(
+    "output_and_weights_swapped",
+    "you returned (weights, output); the function returns the output first: return output, weights.",
+)
+ONE_BASED_POSITION = Slip(
+    "one_based_position",
+    "you counted from 1; positions count from 0 (the top row is row 0, the left column is column 0).",
+)
+VARIANCE_NOT_SQUARED = Slip(
+    "variance_not_squared",
+    "each product q_i k_i has variance Var(q_i) Var(k_i) = sigma^2 * sigma^2 (the variances multiply), "
+    "and the d_k products add up.",
 )
 GRID_FILLED_BY_COLUMNS = Slip(
     "grid_filled_by_columns",
@@ -132,6 +163,14 @@ READ_COLUMN_NOT_ROW = Slip(
     "read_column_not_row",
     "you read the token's column (how much every token attends TO it); what a token attends to is its ROW.",
 )
+READ_ROW_NOT_COLUMN = Slip(
+    "read_row_not_column",
+    "you read the token's row (what it attends to); how much each token attends TO it is its COLUMN.",
+)
+MOST_NOT_LEAST = Slip(
+    "most_not_least",
+    "that is the token with the largest weight; the question asks for the smallest.",
+)
 LEAST_NOT_MOST = Slip(
     "least_not_most",
     "that is the token with the smallest weight; the question asks for the largest.",
@@ -142,13 +181,46 @@ ATTENTION_SLIPS = (
     DIVIDED_BY_D_K,
     SOFTMAX_OVER_COLUMNS,
     NO_EXPONENTIAL,
+    MISSING_KEEPDIMS,
     K_NOT_TRANSPOSED,
     SCORES_TRANSPOSED,
     WEIGHTS_APPLIED_TO_K,
 )
 HEAD_SLIPS = (BIAS_DROPPED, BIAS_NOT_BROADCAST) + ATTENTION_SLIPS
 MULTI_HEAD_SLIPS = (HEADS_IN_WRONG_ORDER, HEADS_STACKED_AS_ROWS, W_O_TRANSPOSED) + HEAD_SLIPS
-SOFTMAX_SLIPS = (NO_EXPONENTIAL, NOT_NORMALISED, SOFTMAX_OVER_COLUMNS)
+SOFTMAX_SLIPS = (NO_EXPONENTIAL, NOT_NORMALISED, SOFTMAX_OVER_COLUMNS, MISSING_KEEPDIMS)
+
+
+def _content_key(value):
+    """A hashable key for arrays, heads and the other inputs of the functions below, by their content."""
+    if isinstance(value, np.ndarray):
+        return (value.shape, value.dtype.str, value.tobytes())
+    if isinstance(value, Head):
+        return tuple(_content_key(v) for v in value)
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, *(_content_key(v) for v in value))
+    if isinstance(value, (int, float, str, type(None), Slip)):
+        return value
+    return _content_key(np.asarray(value, dtype=float))
+
+
+def _remembered(function):
+    """Remember the last results of ``function`` by the content of its arguments: a check computes the
+    same steps (with every slip) for several answers of the same head. Callers must not change them."""
+    cache: OrderedDict = OrderedDict()
+
+    @functools.wraps(function)
+    def remembered(*args, **kwargs):
+        key = _content_key((args, tuple(sorted(kwargs.items()))))
+        if key in cache:
+            cache.move_to_end(key)
+            return cache[key]
+        result = cache[key] = function(*args, **kwargs)
+        if len(cache) > 256:
+            cache.popitem(last=False)
+        return result
+
+    return remembered
 
 
 def _matmul_if_fits(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
@@ -156,6 +228,7 @@ def _matmul_if_fits(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     return a @ b if a.shape[-1] == b.shape[-2] else None
 
 
+@_remembered
 def attention_steps(Q, K, V, slip: Slip | None = None) -> dict[str, np.ndarray]:
     """``K_T``, ``S_raw``, ``S``, ``A`` and ``O`` of scaled dot-product attention, with ``slip`` made.
 
@@ -195,8 +268,8 @@ def attention_steps(Q, K, V, slip: Slip | None = None) -> dict[str, np.ndarray]:
     if slip == WEIGHTS_APPLIED_TO_K:
         O, _ = scaled_dot_product_attention(Q, K, K)  # A K
         return {"O": O}
-    if slip == NO_EXPONENTIAL:
-        A = softmax_with_slip(S_raw / root, NO_EXPONENTIAL)  # S divided by its row sums
+    if slip in (NO_EXPONENTIAL, MISSING_KEEPDIMS):
+        A = softmax_with_slip(S_raw / root, slip)  # S divided by its row sums, or e^S by the wrong sums
         return {} if A is None else {"A": A, "O": A @ V}
     return {}
 
@@ -204,10 +277,15 @@ def attention_steps(Q, K, V, slip: Slip | None = None) -> dict[str, np.ndarray]:
 def head_steps(X, head: Head, slip: Slip | None = None) -> dict[str, np.ndarray]:
     """Every step of one head on ``X`` ``(n, d_model)``, with ``slip`` made (see :func:`qkv.trace_head`)."""
     head = head if isinstance(head, Head) else Head(*head)
+    return _head_steps(np.asarray(X, dtype=float), head, slip)
+
+
+@_remembered
+def _head_steps(X, head: Head, slip: Slip | None) -> dict[str, np.ndarray]:
     if slip == BIAS_DROPPED:
         trace = trace_head(X, head.W_Q, head.W_K, head.W_V)  # every bias left out
         return dict(trace.steps())
-    trace = trace_head(X, *head)
+    trace = _trace(X, head)
     if slip is None:
         return dict(trace.steps())
     if slip == BIAS_NOT_BROADCAST:
@@ -215,25 +293,30 @@ def head_steps(X, head: Head, slip: Slip | None = None) -> dict[str, np.ndarray]
     return attention_steps(trace.Q.Z, trace.K.Z, trace.V.Z, slip)
 
 
+@_remembered
+def _trace(X, head: Head):
+    return trace_head(X, *head)
+
+
+@_remembered
 def multi_head_steps(X, heads, W_O, b_O=None, slip: Slip | None = None) -> dict[str, np.ndarray]:
     """``O_concat`` and ``Y`` of multi-head attention on ``X``, with ``slip`` made.
 
-    A slip within one head (for example :data:`NO_SQRT_DK`) is made in every head.
+    Without a slip they are what :func:`qkv.trace_multi_head` gives: each head's output
+    (:func:`qkv.trace_head`), side by side, projected by ``W_O``. A slip within one head
+    (for example :data:`NO_SQRT_DK`) is made in every head.
     """
     heads = tuple(h if isinstance(h, Head) else Head(*h) for h in heads)
-    if slip is None or slip == HEADS_IN_WRONG_ORDER:
-        trace = trace_multi_head(X, heads if slip is None else heads[::-1], W_O, b_O)
-        return {"O_concat": trace.O_concat, "Y": trace.Y.Z}
-    correct = trace_multi_head(X, heads, W_O, b_O)
-    if slip == HEADS_STACKED_AS_ROWS:
-        return {"O_concat": np.concatenate([t.O for t in correct.heads], axis=0)}  # (h * n, d_v)
-    if slip == W_O_TRANSPOSED:
-        W_O = np.asarray(W_O, dtype=float)
-        return {"Y": linear(correct.O_concat, W_O.T, b_O)} if W_O.shape[0] == W_O.shape[1] else {}
-    outputs = [head_steps(X, head, slip).get("O") for head in heads]
+    within_head = slip not in (None, HEADS_IN_WRONG_ORDER, HEADS_STACKED_AS_ROWS, W_O_TRANSPOSED)
+    outputs = [head_steps(X, head, slip if within_head else None).get("O") for head in heads]  # each (n, d_v)
     if any(O is None for O in outputs):
         return {}
-    O_concat = np.concatenate(outputs, axis=-1)  # (n, h * d_v)
+    if slip == HEADS_STACKED_AS_ROWS:
+        return {"O_concat": np.concatenate(outputs, axis=0)}  # (h * n, d_v)
+    O_concat = np.concatenate(outputs[::-1] if slip == HEADS_IN_WRONG_ORDER else outputs, axis=-1)  # (n, h * d_v)
+    if slip == W_O_TRANSPOSED:
+        W_O = np.asarray(W_O, dtype=float)
+        return {"Y": linear(O_concat, W_O.T, b_O)} if W_O.shape[0] == W_O.shape[1] else {}
     return {"O_concat": O_concat, "Y": linear(O_concat, W_O, b_O)}
 
 
@@ -248,7 +331,40 @@ def softmax_with_slip(scores, slip: Slip, axis: int = -1) -> np.ndarray | None:
             return np.exp(s)
     if slip == SOFTMAX_OVER_COLUMNS:
         return softmax(s, axis=-2) if s.ndim >= 2 else None
+    if slip == MISSING_KEEPDIMS:
+        return without_keepdims(s, axis, subtract_max=False)
     return None
+
+
+def softmax_slip_values(scores, axis: int = -1) -> list[tuple[Slip, np.ndarray]]:
+    """Every slip of :data:`SOFTMAX_SLIPS` with the values it gives for ``scores`` along ``axis``.
+
+    A missing ``keepdims`` gives one value with the maximum subtracted first (also
+    without keepdims) and one without subtracting it.
+    """
+    found = [(slip, softmax_with_slip(scores, slip, axis)) for slip in SOFTMAX_SLIPS]
+    found.append((MISSING_KEEPDIMS, without_keepdims(scores, axis, subtract_max=True)))
+    return [(slip, value) for slip, value in found if value is not None]
+
+
+def without_keepdims(scores, axis: int, *, subtract_max: bool) -> np.ndarray | None:
+    """Softmax written as ``e / e.sum(axis)`` (and ``e = exp(s - s.max(axis))`` with ``subtract_max``),
+    without keepdims.
+
+    numpy then lines the sums up with the LAST axis: for axis 0 of a matrix that is
+    right, for the rows of a square matrix it divides column j by row j's sum, and
+    otherwise the shapes do not broadcast (the student's code raises; None here).
+    """
+    s = np.asarray(scores, dtype=float)
+    if s.ndim < 2:
+        return None
+    with np.errstate(all="ignore"):
+        try:
+            e = np.exp(s - s.max(axis=axis)) if subtract_max else np.exp(s)
+            result = e / e.sum(axis=axis)
+        except ValueError:
+            return None
+    return result if result.shape == s.shape and np.all(np.isfinite(result)) else None
 
 
 def split_heads_with_slip(Z, num_heads: int, slip: Slip) -> np.ndarray | None:
@@ -261,9 +377,9 @@ def split_heads_with_slip(Z, num_heads: int, slip: Slip) -> np.ndarray | None:
 
 
 def merge_heads_with_slip(Z, slip: Slip) -> np.ndarray | None:
-    """``merge_heads`` done with ``slip``: :data:`RESHAPED_WITHOUT_TRANSPOSE` reshapes (h, n, d_k) to (n, h * d_k)."""
+    """``merge_heads`` done with ``slip``: :data:`MERGED_WITHOUT_TRANSPOSE` reshapes (h, n, d_k) to (n, h * d_k)."""
     Z = np.asarray(Z, dtype=float)
-    if slip == RESHAPED_WITHOUT_TRANSPOSE:
+    if slip == MERGED_WITHOUT_TRANSPOSE:
         h, n, d_k = Z.shape
         return Z.reshape(n, h * d_k)
     return None

@@ -3,46 +3,54 @@
 Run from the repository (``make release``, ``make grade SUBMISSIONS=...``) or directly::
 
     python -m qkv_grading release                      # every problem set -> exercises/release/
-    python -m qkv_grading grade SUBMISSIONS            # a folder submitted/<student>/<ps>/ or an LMS .zip
+    python -m qkv_grading grade SUBMISSIONS            # a folder submitted/<student>/<ps>/ or a platform's .zip
     python -m qkv_grading collect SUBMISSIONS          # only copy or unzip into exercises/submitted/
-    python -m qkv_grading autograde                    # only autograde what is in exercises/submitted/
-    python -m qkv_grading feedback                     # only write feedback HTML
-    python -m qkv_grading export                       # only write exercises/grades.csv
+    python -m qkv_grading export                       # only write exercises/grades.csv from the gradebook
 
-Every step runs the real nbgrader command line in the course folder. ``grade`` does
-collect, autograde, feedback and export in one go and prints a line per submission as
-it is graded. A submission that cannot be graded (not a notebook, no notebook of the
-right name, a kernel that dies) is reported with its reason, recorded in the
-gradebook with 0 points, and never stops the others; every student that handed
-something in has a row in ``grades.csv``.
+``grade`` collects the hand-ins (:mod:`qkv_grading.collect`), then grades each one in
+two steps:
 
-The work is done one problem set at a time, each in one ``nbgrader autograde`` run
-over a list of students (:func:`autograde`), so a later version can grade several
-lists side by side (each with its own gradebook file, merged afterwards, since the
-SQLite gradebook takes one writer at a time).
+1. the pure step, in a sandbox (:mod:`qkv_grading.sandbox`): the submission's cells run
+   with the givens of the variant of the id it is filed under, and the answers come
+   back as JSON. Submissions run side by side on the local cores, or on the workers
+   of a Dask cluster (``--dask ADDRESS``);
+2. the trusted step, in this process only, as each result arrives: every check judged
+   by qkv (:mod:`qkv_grading.judging`), the points written to nbgrader's gradebook
+   (:mod:`qkv_grading.gradebook`), the autograded notebook and the feedback page
+   written (:mod:`qkv_grading.feedback`).
+
+Then ``grades.csv`` is exported and a table of scores printed, with the reason for
+every submission that could not be fully run. A submission that cannot be graded
+at all (not a notebook, no notebook of the right name) gets 0 points and its reason;
+none ever stops the others. A run that is stopped keeps every grade written so far,
+and the next run takes up where it stopped (:mod:`qkv_grading.journal`).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
+import concurrent.futures
 import json
 import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-import warnings
 import zipfile
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from qkv_exercises.problem_sets import order as problem_set_order
+
+from . import collect as collecting
+from . import feedback as feedbacks
+from . import gradebook, jobs, judging, sandbox
+from .collect import Submission
+from .journal import Journal, result_key
 
 COURSE_ID = "attention-by-hand"
 DEFAULT_COURSE = Path("exercises")
-TIMEOUT_ERRORS = ("CellTimeoutError", "KeyboardInterrupt")
 
 Printer = Callable[[str], None]
 
@@ -67,14 +75,8 @@ class Course:
 
     def problem_sets(self) -> list[str]:
         """The problem sets, in order: the folders of ``source/`` that hold a notebook."""
-        return sorted(p.name for p in (self.root / "source").iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
-
-    def notebooks(self, problem_set: str) -> list[str]:
-        """The notebook names (without ``.ipynb``) a submission of ``problem_set`` must contain."""
-        return sorted(p.stem for p in (self.root / "source" / problem_set).glob("*.ipynb"))
-
-    def submitted(self, student: str, problem_set: str) -> Path:
-        return self.root / "submitted" / student / problem_set
+        return sorted((p.name for p in (self.root / "source").iterdir() if p.is_dir() and any(p.glob("*.ipynb"))),
+                      key=problem_set_order)
 
     def autograded(self, student: str, problem_set: str) -> Path:
         return self.root / "autograded" / student / problem_set
@@ -92,25 +94,6 @@ def nbgrader_env() -> dict[str, str]:
     return env
 
 
-def nbgrader(course: Course, *args: str, on_line: Printer | None = None) -> subprocess.CompletedProcess:
-    """Run ``python -m nbgrader ARGS`` in the course folder; return it with its log (stderr) as text.
-
-    ``on_line`` receives each log line as it is written.
-    """
-    env = nbgrader_env()
-    command = [sys.executable, "-m", "nbgrader", *args]
-    process = subprocess.Popen(command, cwd=course.root, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, encoding="utf-8", errors="replace")
-    lines = []
-    assert process.stdout is not None
-    for line in process.stdout:
-        lines.append(line)
-        if on_line is not None:
-            on_line(line.rstrip("\n"))
-    process.wait()
-    return subprocess.CompletedProcess(command, process.returncode, stdout="".join(lines), stderr="")
-
-
 def shown(path: Path) -> str:
     """``path`` as the instructor would type it: relative to the current folder when inside it."""
     try:
@@ -120,13 +103,40 @@ def shown(path: Path) -> str:
 
 
 class GradingError(RuntimeError):
-    """An nbgrader step failed for the whole course (not for one submission)."""
+    """Something is wrong with the course or the machine (not with one submission)."""
 
 
-def _require(result: subprocess.CompletedProcess, what: str) -> None:
-    if result.returncode != 0:
-        tail = "\n".join(result.stdout.splitlines()[-25:])
-        raise GradingError(f"{what} failed (nbgrader exited with {result.returncode}):\n{tail}")
+def load_config(course: Course):
+    """The course's ``nbgrader_config.py``, read as nbgrader reads it."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    return PyFileConfigLoader("nbgrader_config.py", path=str(course.root)).load_config()
+
+
+def configured_limits(course: Course, timeout: float | None = None) -> sandbox.Limits:
+    """The sandbox limits: ``c.Sandbox.<limit>`` in ``nbgrader_config.py`` over the defaults of
+    :class:`sandbox.Limits`, the per-cell time from ``c.Execute.timeout``, and ``timeout`` (seconds
+    per notebook) over both."""
+    config = load_config(course)
+    settings = {name: config.Sandbox[name] for name in sandbox.Limits.__dataclass_fields__ if name in config.Sandbox}
+    if "timeout" in config.Execute:
+        settings.setdefault("cell_seconds", config.Execute.timeout)
+    limits = sandbox.Limits(**settings)
+    if timeout is not None:
+        limits = replace(limits, notebook_seconds=float(timeout))
+    return limits
+
+
+def _nbgrader_api(course: Course):
+    """nbgrader's own API on the course folder, in this process (nbgrader takes seconds to start)."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    config = load_config(course)
+    coursedir = CourseDirectory(config=config)
+    coursedir.root = str(course.root)
+    gradebook.ensure_alembic_on_path()
+    return NbGraderAPI(coursedir=coursedir, config=config)
 
 
 # --------------------------------------------------------------------------- release
@@ -142,17 +152,24 @@ class ReleasedSet:
     points: float
 
 
-def release(course: Course, out: Printer = print) -> list[ReleasedSet]:
-    """Release every problem set (``nbgrader generate_assignment``) into ``release/``."""
+def release(course: Course, out: Printer = print, problem_sets: list[str] | None = None) -> list[ReleasedSet]:
+    """Release problem sets (``nbgrader generate_assignment``, every one by default) into ``release/``."""
     started = time.perf_counter()
-    out(f"Releasing {len(course.problem_sets())} problem sets from {shown(course.root / 'source')}/ ...")
-    _require(nbgrader(course, "generate_assignment", "*", "--force"), "nbgrader generate_assignment")
+    names = problem_sets or course.problem_sets()
+    out(f"Releasing {len(names)} problem set{'s' if len(names) != 1 else ''} from {shown(course.root / 'source')}/ ...")
+    api = _nbgrader_api(course)
+    for name in names:
+        result = api.generate_assignment(name, force=True)
+        if not result["success"]:
+            raise GradingError(f"nbgrader generate_assignment {name} failed:\n"
+                               f"{(result.get('error') or result.get('log') or '')[-3000:]}")
     released = []
-    for name in course.problem_sets():
+    for name in names:
         folder = course.root / "release" / name
         released.append(ReleasedSet(name, folder, problem_set_title(folder), problem_set_points(folder)))
         out(f"  {name:<24} {released[-1].points:>4g} points  {shown(folder)}/")
-    out(f"Released {len(released)} problem sets in {time.perf_counter() - started:.1f} s.")
+    out(f"Released {len(released)} problem set{'s' if len(released) != 1 else ''} in "
+        f"{time.perf_counter() - started:.1f} s.")
     return released
 
 
@@ -190,7 +207,7 @@ def release_zips(source_course: Path, out_dir: Path) -> list[Path]:
         copy = Path(tmp) / "course"
         shutil.copytree(source_course, copy, ignore=shutil.ignore_patterns(
             "release", "submitted", "autograded", "feedback", "downloaded", "gradebook.db", "*.csv",
-            ".ipynb_checkpoints", "__pycache__"))
+            ".grading", ".ipynb_checkpoints", "__pycache__"))
         released = release(Course(copy), out=lambda line: None)
         zips = []
         for item in released:
@@ -206,30 +223,8 @@ def release_zips(source_course: Path, out_dir: Path) -> list[Path]:
 # --------------------------------------------------------------------------- collect
 
 
-@dataclass
-class Submission:
-    """One student's hand-in of one problem set, and what became of it."""
-
-    student: str
-    problem_set: str
-    score: float | None = None
-    max_score: float | None = None
-    gradable: bool = True
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.student, self.problem_set)
-
-
 def collect(course: Course, submissions: Path, problem_set: str | None = None, out: Printer = print) -> list[Submission]:
-    """Bring submissions into ``submitted/<student>/<problem set>/`` and list them.
-
-    ``submissions`` is a folder in nbgrader's layout (``<student>/<problem set>/*.ipynb``,
-    or a folder holding ``submitted/``), or a zip downloaded from a learning management
-    system, filed with ``nbgrader zip_collect`` (see ``nbgrader_config.py`` for the file
-    names it expects). ``problem_set`` limits the collection to one problem set.
-    """
+    """Bring submissions into ``submitted/<student>/<problem set>/`` and list them (:mod:`qkv_grading.collect`)."""
     submissions = Path(submissions).resolve()
     if not submissions.exists():
         raise GradingError(f"{submissions} does not exist")
@@ -239,370 +234,277 @@ def collect(course: Course, submissions: Path, problem_set: str | None = None, o
     if submissions.is_file():
         if not zipfile.is_zipfile(submissions):
             raise GradingError(f"{submissions} is neither a folder nor a zip file")
-        found = _collect_zip(course, submissions, problem_set, known, out)
+        found = collecting.collect_zip(course.root, submissions, known, problem_set, out)
     else:
-        found = _collect_folder(course, submissions, problem_set, known, out)
-    out(f"Collected {len(found)} submissions from {len(set(s for s, _ in found))} students.")
-    return [Submission(student, ps) for student, ps in sorted(found)]
-
-
-def _collect_folder(course, folder, problem_set, known, out) -> set[tuple[str, str]]:
-    if (folder / "submitted").is_dir():
-        folder = folder / "submitted"
-    found = set()
-    for stray in sorted(folder.glob("*.ipynb")) + sorted(folder.glob("*/*.ipynb")):
-        out(f"  NOT COLLECTED: {stray.relative_to(folder)} (expected <student>/<problem set>/<notebook>.ipynb)")
-    for student_dir in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        for ps_dir in sorted(p for p in student_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
-            if ps_dir.name not in known:
-                out(f"  skipped {ps_dir.relative_to(folder)}: not a problem set of this course")
-                continue
-            if problem_set is not None and ps_dir.name != problem_set:
-                continue
-            target = course.submitted(student_dir.name, ps_dir.name)
-            if ps_dir.resolve() != target.resolve():
-                shutil.rmtree(target, ignore_errors=True)
-                shutil.copytree(ps_dir, target)
-            found.add((student_dir.name, ps_dir.name))
+        found = collecting.collect_folder(course.root, submissions, known, problem_set, out)
+    out(f"Collected {len(found)} submission{'s' if len(found) != 1 else ''} from "
+        f"{len({s.student for s in found})} student{'s' if len({s.student for s in found}) != 1 else ''}.")
     return found
 
 
-def _collect_zip(course, archive, problem_set, known, out) -> set[tuple[str, str]]:
-    with zipfile.ZipFile(archive) as z:
-        names = [Path(n).name for n in z.namelist() if n.endswith(".ipynb")]
-    wanted = [problem_set] if problem_set else [ps for ps in known if any(ps in n for n in names)]
-    if not wanted:
-        raise GradingError(f"{archive.name} holds no notebook named after a problem set ({', '.join(known)})")
-    copied = re.compile(r"Copying to: .*[/\\]submitted[/\\](?P<student>[^/\\]+)[/\\](?P<ps>[^/\\]+)[/\\]")
-    found, unmatched = set(), set()
-    for ps in wanted:
-        archive_dir = course.root / "downloaded" / ps / "archive"
-        shutil.rmtree(archive_dir, ignore_errors=True)
-        archive_dir.mkdir(parents=True)
-        shutil.copy(archive, archive_dir / archive.name)
-        result = nbgrader(course, "zip_collect", ps, "--force", "--strict")
-        _require(result, f"nbgrader zip_collect {ps}")
-        for line in result.stdout.splitlines():
-            match = copied.search(line)
-            if match:
-                found.add((match["student"], match["ps"]))
-            elif "Skipped submission with no match" in line:
-                unmatched.add(Path(line.rsplit(": ", 1)[-1]).name)
-    for name in sorted(unmatched):
-        out(f"  NOT COLLECTED: {name} (its name does not match <student>_..._<notebook>.ipynb)")
-    return found
+# --------------------------------------------------------------------------- grade
 
 
-def _submitted_pairs(course: Course) -> set[tuple[str, str]]:
-    root = course.root / "submitted"
-    if not root.is_dir():
-        return set()
-    return {(s.name, p.name) for s in root.iterdir() if s.is_dir() for p in s.iterdir() if p.is_dir()}
+@dataclass
+class Task:
+    """One submission on its way through grading."""
+
+    sub: Submission
+    plan: jobs.Plan
+    cells: list
+    job: dict
+    key: str
 
 
-# --------------------------------------------------------------------------- autograde
+def plans_for(course: Course, problem_sets: set[str], out: Printer) -> dict[str, jobs.Plan | str]:
+    """The plan of each problem set, or why it cannot be graded."""
+    from qkv_exercises.problem_sets import get_problem_set, names
 
-
-def inspect_submission(course: Course, sub: Submission) -> None:
-    """Mark ``sub`` as not gradable, with the reason, if its notebook is missing or is not a notebook."""
-    import nbformat
-
-    folder = course.submitted(sub.student, sub.problem_set)
-    present = sorted(p.name for p in folder.glob("*.ipynb"))
-    for name in course.notebooks(sub.problem_set):
-        path = folder / f"{name}.ipynb"
-        if not path.is_file():
-            others = f" (found: {', '.join(present)})" if present else " (the folder holds no notebook)"
-            sub.gradable = False
-            sub.notes.append(f"no {name}.ipynb{others}")
+    found: dict[str, jobs.Plan | str] = {}
+    for ps in sorted(problem_sets, key=problem_set_order):
+        if ps not in names():
+            found[ps] = (f"{ps} has no module qkv_exercises.problem_sets.{ps}, so its checks cannot run outside the "
+                         "sandbox; port it to start() and ps.check() to grade it")
             continue
         try:
-            nb = nbformat.read(path, as_version=4)
-            nbformat.validate(nb)
-        except Exception as err:  # not JSON, not a notebook: nothing nbgrader could run
-            sub.gradable = False
-            first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            sub.notes.append(f"{name}.ipynb is not a valid notebook ({first_line[:160]})")
+            found[ps] = jobs.plan(course.root / "source" / ps, get_problem_set(ps))
+        except jobs.PlanError as err:
+            found[ps] = str(err)
+    for ps, plan in found.items():
+        if isinstance(plan, str):
+            out(f"ERROR: {ps} cannot be graded: {plan}")
+    return found
 
 
-def autograde(course: Course, problem_set: str, subs: list[Submission], *, timeout: int | None = None,
-              out: Printer = print, progress: tuple[int, int] = (0, 0)) -> None:
-    """Autograde the gradable submissions of one problem set, all in one ``nbgrader autograde`` run.
-
-    Prints a line as each submission starts. A submission the run did not grade (its
-    kernel died, or a fault in it stopped the whole run) is graded once more on its own,
-    so that one broken notebook never costs the others their grades. Afterwards each
-    submission gets its score from the gradebook and notes on what went wrong while it
-    ran (a cell stopped by the time limit, a cell of the student's that raised); one
-    that nbgrader could not grade at all gets 0 points and the reason from nbgrader's log.
-    """
-    done, total = progress
-    width = len(str(total))
-    for sub in subs:
-        if not sub.gradable:
-            done += 1
-            out(f"  [{done:>{width}}/{total}] {problem_set}  {sub.student}: not graded, 0 points: {sub.notes[-1]}")
-            for stale in (course.autograded(sub.student, problem_set), course.feedback(sub.student, problem_set)):
-                shutil.rmtree(stale, ignore_errors=True)  # results of an earlier hand-in no longer count
-    todo = [s for s in subs if s.gradable]
-    counter = {"n": done}
-
-    def started(student: str) -> None:
-        counter["n"] += 1
-        out(f"  [{counter['n']:>{width}}/{total}] {problem_set}  {student}")
-
-    if todo:
-        _autograde_run(course, problem_set, [s.student for s in todo], timeout, started)
-    missing = [s for s in todo if not _autograded(course, s)]
-    if missing:
-        out(f"  {len(missing)} not graded in that run; grading {'it' if len(missing) == 1 else 'them'} "
-            "one at a time ...")
-    for sub in missing:
-        log = _autograde_run(course, problem_set, [sub.student], timeout, lambda student: None)
-        if _autograded(course, sub):
-            out(f"  {'':>{2 * width + 3}} {problem_set}  {sub.student}: graded on its own")
-        else:
-            sub.gradable = False
-            sub.notes.append(f"nbgrader could not grade it: {_failure_reason(log)}")
-            shutil.rmtree(course.feedback(sub.student, problem_set), ignore_errors=True)
-            out(f"  {'':>{2 * width + 3}} {problem_set}  {sub.student}: not graded, 0 points: {sub.notes[-1]}")
-    for sub in todo:
-        if sub.gradable:
-            sub.notes.extend(_run_notes(course.autograded(sub.student, sub.problem_set)))
-    _record(course, problem_set, subs)
+def _ensure_released(course: Course, plans: list[jobs.Plan], out: Printer) -> None:
+    """Release (and so enter in the gradebook) each problem set whose tests the gradebook does not know as they are."""
+    stale = []
+    with gradebook.Writer(course.db_url, COURSE_ID) as writer:
+        for plan in plans:
+            known = writer.cells_of(plan.name, plan.notebook)
+            wanted = {c.grade_id: c.points for c in plan.cells if c.role in ("test", "manual")}
+            if known != wanted:
+                stale.append(plan.name)
+    if stale:
+        release(course, out, stale)
 
 
-def _autograded(course: Course, sub: Submission) -> bool:
-    return any(course.autograded(sub.student, sub.problem_set).glob("*.ipynb"))
-
-
-def _autograde_run(course: Course, problem_set: str, students: list[str], timeout: int | None,
-                   started: Callable[[str], None]) -> str:
-    """One ``nbgrader autograde`` of ``students``' submissions of ``problem_set``; returns its log.
-
-    Every other student in ``submitted/`` is excluded, so that only these are (re)graded.
-    """
-    wanted = set(students)
-    others = sorted(s for s, ps in _submitted_pairs(course) if ps == problem_set and s not in wanted)
-    args = ["autograde", problem_set, "--force"]
-    if others:
-        args.append("--CourseDirectory.student_id_exclude=" + ",".join(others))
-    if timeout is not None:
-        args.append(f"--Execute.timeout={int(timeout)}")
-    pattern = re.compile(r"Sanitizing .*[/\\]submitted[/\\](?P<student>[^/\\]+)[/\\]" + re.escape(problem_set))
-
-    def on_line(line: str) -> None:
-        match = pattern.search(line)
-        if match:
-            started(match["student"])
-
-    return nbgrader(course, *args, on_line=on_line).stdout
-
-
-_GENERAL_ERRORS = ("There was an error processing", "Please see the", "Traceback (most recent call last)")
-
-
-def _failure_reason(log: str) -> str:
-    """Why nbgrader could not grade a submission, from the log of grading it on its own."""
-    lines = [line.split("] ", 1)[-1].strip() for line in log.splitlines()]
-    exceptions = [line for line in lines if re.match(r"^[\w.]+(Error|Exception|Interrupt)\b", line)]
-    if exceptions:
-        return exceptions[-1][:200]
-    raw = log.splitlines()
-    for i, line in enumerate(raw):
-        if "| ERROR]" in line and not any(g in line for g in _GENERAL_ERRORS):
-            message = [line.split("] ", 1)[-1].strip()]
-            for more in raw[i + 1:]:  # a long message goes on in indented lines
-                if not more.startswith(" ") or not more.strip():
-                    break
-                message.append(more.strip())
-            return " ".join(message)[:200]
-    return "no reason in nbgrader's log"
-
-
-def _run_notes(notebook_dir: Path) -> list[str]:
-    """What went wrong while a graded notebook ran, apart from failed tests (those are wrong answers)."""
-    notes = []
-    for path in sorted(notebook_dir.glob("*.ipynb")):
-        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-        code_number = 0
-        for cell in cells:
-            if cell["cell_type"] != "code":
-                continue
-            code_number += 1
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-            if not errors:
-                continue
-            grade_id = meta.get("grade_id")
-            name = f"cell {grade_id}" if grade_id else f"code cell {code_number} (not part of the problem set)"
-            if code_number == 1:
-                name = f"the first code cell ({grade_id})" if grade_id else "the first code cell (added by the student)"
-            enames = {e.get("ename") for e in errors}
-            if enames & set(TIMEOUT_ERRORS):
-                notes.append(f"{name} ran past the time limit and was stopped")
-            elif not meta.get("grade"):
-                error = errors[0]
-                evalue = str(error.get("evalue", "")).strip().splitlines()
-                detail = f": {evalue[0][:120]}" if evalue else ""
-                notes.append(f"{name} raised {error.get('ename')}{detail}")
-    return notes
-
-
-def _record(course: Course, problem_set: str, subs: list[Submission]) -> None:
-    """Read each submission's score from the gradebook; enter the ungradable ones with 0 points."""
-    from nbgrader.api import Gradebook
-
-    with Gradebook(course.db_url, COURSE_ID) as gb:
-        assignment = gb.find_assignment(problem_set)
-        for sub in subs:
-            sub.max_score = float(assignment.max_score)
-            if not sub.gradable:
-                gb.update_or_create_student(sub.student)
-                with warnings.catch_warnings():  # nbgrader's own query warns about its autoflush here
-                    warnings.simplefilter("ignore")
-                    submission = gb.update_or_create_submission(problem_set, sub.student)
-                for notebook in submission.notebooks:
-                    for grade in notebook.grades:
-                        grade.auto_score = 0
-                        grade.needs_manual_grade = False
-                gb.db.commit()
-            sub.score = float(gb.find_submission(problem_set, sub.student).score or 0.0)
-
-
-# --------------------------------------------------------------------------- feedback and export
-
-
-def feedback(course: Course, problem_set: str, students: Iterable[str] | None = None, out: Printer = print) -> None:
-    """Write feedback HTML (``feedback/<student>/<problem set>/``) for the autograded submissions."""
-    args = ["generate_feedback", problem_set, "--force"]
-    graded = {p.parent.name for p in (course.root / "autograded").glob(f"*/{problem_set}")}
-    if students is not None:
-        wanted = set(students) & graded
-        others = sorted(graded - wanted)
-        if not wanted:
-            return
-        if others:
-            args.append("--CourseDirectory.student_id_exclude=" + ",".join(others))
-    elif not graded:
+def run_jobs(tasks: list[Task], limits: sandbox.Limits, workers: int, dask: str | None) -> Iterator[tuple[Task, dict]]:
+    """Run the tasks' jobs (the pure step) and yield each with its result as it finishes."""
+    if not tasks:
         return
-    _require(nbgrader(course, *args), f"nbgrader generate_feedback {problem_set}")
-    copy_feedback_mathjax(course.root / "feedback")
-
-
-# MathJax 3 (pip package django-static-mathjax): the SVG bundle and what it may load later.
-MATHJAX_PARTS = ("tex-svg.js", "input", "ui", "a11y", "sre")
-
-
-def copy_feedback_mathjax(feedback_dir: Path) -> None:
-    """Put MathJax in ``feedback/_mathjax/``, where the course's feedback template loads it from."""
-    import mathjax
-
-    source = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
-    target = feedback_dir / "_mathjax"
-    if (target / MATHJAX_PARTS[0]).is_file():
+    if dask:
+        yield from _run_on_dask(tasks, limits, dask)
         return
-    target.mkdir(parents=True, exist_ok=True)
-    for part in MATHJAX_PARTS:
-        if (source / part).is_dir():
-            shutil.copytree(source / part, target / part, dirs_exist_ok=True)
+    sandbox.STOP.clear()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = {pool.submit(sandbox.run_job, t.job, limits.as_dict()): t for t in tasks}
+        try:
+            for future in concurrent.futures.as_completed(futures):
+                yield futures[future], _result_of(future)
+        finally:  # stopped (Ctrl-C) or done: nothing still waiting runs, nothing still running goes on
+            for future in futures:
+                future.cancel()
+            sandbox.STOP.set()
+
+
+def _result_of(future) -> dict:
+    try:
+        return future.result()
+    except Exception as err:  # the machinery failed (not the submission): reported, never graded as 0
+        return {"lines": [], "error": f"{type(err).__name__}: {str(err)[:300]}"}
+
+
+def _run_on_dask(tasks: list[Task], limits: sandbox.Limits, address: str) -> Iterator[tuple[Task, dict]]:
+    from distributed import Client, as_completed
+
+    with Client(address, timeout=30) as client:
+        futures = {client.submit(sandbox.run_job, t.job, limits.as_dict(), key=f"qkv-grade-{t.key}", pure=False): t
+                   for t in tasks}
+        try:
+            for future in as_completed(futures):
+                yield futures[future], _result_of(future)
+        finally:
+            client.cancel(list(futures))
+
+
+class Progress:
+    """A progress bar with the time left (tqdm, on standard error) and one line per submission (standard output)."""
+
+    def __init__(self, total: int, out: Printer, bar: bool):
+        from tqdm import tqdm
+
+        self.total, self.done, self.out = total, 0, out
+        self.bar = tqdm(total=total, unit="notebook", file=sys.stderr, disable=not bar or total == 0,
+                        dynamic_ncols=True, mininterval=0.5)
+
+    def line(self, text: str) -> None:
+        self.done += 1
+        self.bar.update(1)
+        if self.bar.disable:
+            self.out(f"  [{self.done:>{len(str(self.total))}}/{self.total}] {text}")
         else:
-            shutil.copy2(source / part, target / part)
+            self.bar.write(f"  [{self.done:>{len(str(self.total))}}/{self.total}] {text}", file=sys.stdout)
+
+    def close(self) -> None:
+        self.bar.close()
 
 
-def export(course: Course, subs: Iterable[Submission] = (), out: Printer = print) -> Path:
-    """Write ``grades.csv`` (``nbgrader export``): one row per student and problem set graded so far.
-
-    Any submission in ``subs`` that the export left out gets its own row with 0 points,
-    so that no hand-in is ever missing from the file.
-    """
-    from nbgrader.api import Gradebook
-
-    target = course.root / "grades.csv"
-    with Gradebook(course.db_url, COURSE_ID) as gb:
-        handed_in = [a.name for a in gb.assignments if a.num_submissions > 0]
-    args = ["export", f"--to={target}"]
-    if handed_in:
-        args.append("--assignment=" + json.dumps(sorted(handed_in)))  # only problem sets graded so far
-    _require(nbgrader(course, *args), "nbgrader export")
-    with target.open(encoding="utf-8", newline="") as f:
-        rows = list(csv.DictReader(f))
-    present = {(r["student_id"], r["assignment"]) for r in rows}
-    missing = [s for s in subs if s.key not in present]
-    if missing:
-        with target.open("a", encoding="utf-8", newline="") as f:
-            writer = csv.writer(f)
-            for sub in missing:
-                writer.writerow([sub.problem_set, "", "", sub.student, "", "", "", 0.0, 0.0, 0.0, sub.max_score or ""])
-    out(f"Grades of {len({r['student_id'] for r in rows} | {s.student for s in missing})} students "
-        f"written to {shown(target)}")
-    return target
-
-
-# --------------------------------------------------------------------------- grade: all of it
-
-
-def grade(course: Course, submissions: Path, *, problem_set: str | None = None, timeout: int | None = None,
+def grade(course: Course, submissions: Path, *, problem_set: str | None = None, timeout: float | None = None,
+          workers: int | None = None, dask: str | None = None, fresh: bool = False, progress_bar: bool | None = None,
           out: Printer = print) -> list[Submission]:
-    """Collect, autograde, write feedback and export grades; print a line per submission and a summary."""
+    """Collect, grade (sandbox, then judge), write the gradebook, feedback and ``grades.csv``; print a summary."""
     started = time.perf_counter()
+    if not dask:
+        try:
+            sandbox.check_available()
+        except sandbox.SandboxUnavailable as err:
+            raise GradingError(str(err)) from None
+        if not sandbox.privileged():
+            out(f"Note: {sandbox.weaker_without_root()}.")
     subs = collect(course, submissions, problem_set, out)
     if not subs:
         out("Nothing to grade.")
         return subs
-    _ensure_released(course, {s.problem_set for s in subs}, out)
+    limits = configured_limits(course, timeout)
+    plans = plans_for(course, {s.problem_set for s in subs}, out)
+    good_plans = [p for p in plans.values() if not isinstance(p, str)]
+    _ensure_released(course, good_plans, out)
+    key = jobs.grading_key(course.root)
     for sub in subs:
-        inspect_submission(course, sub)
-    out(f"Autograding {len(subs)} submissions (each cell may run "
-        f"{timeout if timeout is not None else configured_timeout(course)} seconds) ...")
-    done = 0
-    for ps in sorted({s.problem_set for s in subs}):
-        group = [s for s in subs if s.problem_set == ps]
-        autograde(course, ps, group, timeout=timeout, out=out, progress=(done, len(subs)))
-        done += len(group)
-    out("Writing feedback ...")
-    for ps in sorted({s.problem_set for s in subs}):
-        feedback(course, ps, [s.student for s in subs if s.problem_set == ps and s.gradable], out)
-    out(f"Feedback of {sum(s.gradable for s in subs)} submissions written to "
-        f"{shown(course.root / 'feedback')}/<student>/<problem set>/")
-    export(course, subs, out)
+        if isinstance(plans[sub.problem_set], str):
+            sub.gradable = False
+            sub.notes.append(f"not graded: {plans[sub.problem_set]}")
+    workers = workers or os.cpu_count() or 1
+    where = f"on the Dask cluster at {dask}" if dask else f"{workers} at a time"
+    out(f"Grading {len(subs)} submission{'s' if len(subs) != 1 else ''} in sandboxes, {where} (each notebook may run "
+        f"{limits.notebook_seconds:g} s, each cell {min(limits.cell_seconds, limits.notebook_seconds):g} s) ...")
+    bar = Progress(len(subs), out, sys.stderr.isatty() if progress_bar is None else progress_bar)
+    failed_machinery = 0
+    try:
+        with gradebook.Writer(course.db_url, COURSE_ID) as writer:
+            journals = {p.name: Journal(course.root, p.name) for p in good_plans}
+            done = {ps: ({} if fresh else j.load()) for ps, j in journals.items()}
+            tasks, keys_now = [], {ps: {} for ps in journals}
+            for sub in subs:
+                task = _prepare(course, sub, plans[sub.problem_set], key, limits) if sub.gradable else None
+                if task is not None:
+                    keys_now[sub.problem_set][sub.student] = task.key
+                if task is None:
+                    _record_ungradable(course, writer, sub, plans)
+                    bar.line(f"{sub.problem_set}  {sub.student}: not graded, 0 points: {sub.notes[-1]}")
+                elif task.key in done[sub.problem_set]:
+                    _finish(course, writer, task, done[sub.problem_set][task.key], key, limits, None)
+                    bar.line(f"{sub.problem_set}  {sub.student}: {sub.score:g} / {sub.max_score:g} (from the journal)")
+                else:
+                    tasks.append(task)
+            # A notebook stopped at its time limit runs once more on its own, after the others, so that
+            # no other notebook's load (a fork bomb next to it) can cost it marks.
+            again = []
+            for rerun, batch in ((False, tasks), (True, again)):
+                for task, result in run_jobs(batch, limits, 1 if rerun else workers, dask):
+                    if result.get("error") and not result.get("lines"):
+                        failed_machinery += 1
+                        task.sub.gradable = False
+                        task.sub.notes.append(f"not graded: the sandbox could not run it: {result['error']}")
+                        bar.line(f"{task.plan.name}  {task.sub.student}: NOT GRADED: {task.sub.notes[-1]}")
+                    elif result.get("timed_out") and not rerun and len(tasks) > 1:
+                        again.append(task)
+                    else:
+                        if rerun:
+                            task.sub.notes.append("ran past its time limit beside other notebooks, so it was run "
+                                                  "again on its own" + (", and ran past it again"
+                                                                        if result.get("timed_out") else ""))
+                        _finish(course, writer, task, result, key, limits, journals[task.plan.name])
+                        bar.line(f"{task.plan.name}  {task.sub.student}: {task.sub.score:g} / {task.sub.max_score:g}")
+            for ps, journal in journals.items():
+                journal.keep_only(set(keys_now[ps]), set(keys_now[ps].values()))
+    except KeyboardInterrupt:
+        bar.close()
+        out("Stopped: every grade written so far is in the gradebook; run the same command again to grade the rest.")
+        export(course, out)
+        raise
+    bar.close()
+    feedbacks.copy_mathjax(course.root / "feedback")
+    out(f"Feedback written to {shown(course.root / 'feedback')}/<student>/<problem set>/")
+    export(course, out)
     _summary(subs, time.perf_counter() - started, out)
+    if failed_machinery:
+        raise GradingError(f"{failed_machinery} submission{'s' if failed_machinery != 1 else ''} could not be run in a "
+                           "sandbox (see above) and were not graded; fix the machine and run the same command again")
     return subs
 
 
-def configured_timeout(course: Course) -> int | None:
-    """The seconds each cell may run, as ``nbgrader_config.py`` sets them (``c.Execute.timeout``)."""
-    from nbgrader.preprocessors import Execute
-    from traitlets.config.loader import PyFileConfigLoader
+def _prepare(course: Course, sub: Submission, plan: jobs.Plan, key: str, limits: sandbox.Limits) -> Task | None:
+    """The task of a submission, or None (with the reason in its notes) when it is not a notebook."""
+    try:
+        nb = jobs.read_submission(sub.notebook)
+    except jobs.NotANotebook as err:
+        sub.gradable = False
+        sub.notes.append(str(err))
+        return None
+    cells, notes = jobs.arrange(plan, nb)
+    sub.notes.extend(notes)
+    job = jobs.build_job(plan, cells, sub.student, key)
+    return Task(sub, plan, cells, job, result_key(job, sandbox.runtime_digest(), limits.as_dict()))
 
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(course.root)).load_config()
-    return config.Execute.timeout if "timeout" in config.Execute else Execute.timeout.default_value
+
+def _finish(course: Course, writer: gradebook.Writer, task: Task, result: dict, key: str, limits: sandbox.Limits,
+            journal: Journal | None) -> None:
+    """The trusted step for one submission: judge, gradebook, autograded notebook, feedback, journal."""
+    sub, plan = task.sub, task.plan
+    graded = judging.judge(plan, sub.student, key, task.cells, result, limits)
+    graded.notes = sub.notes + graded.notes
+    graded.notes += writer.record(graded, plan.notebook, sub.timestamp)
+    sub.notes, sub.score, sub.max_score = graded.notes, graded.score, graded.max_score
+    folder = course.autograded(sub.student, plan.name)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    (folder / f"{plan.notebook}.ipynb").write_text(
+        json.dumps(feedbacks.autograded_notebook(plan, graded), ensure_ascii=False, indent=1), encoding="utf-8")
+    if sub.timestamp:
+        (folder / "timestamp.txt").write_text(sub.timestamp, encoding="utf-8")
+    feedbacks.write_feedback(course.root / "feedback", plan, graded)
+    if journal is not None:
+        journal.append(task.key, sub.student, result)
 
 
-def _ensure_released(course: Course, problem_sets: set[str], out: Printer) -> None:
-    from nbgrader.api import Gradebook
+def _record_ungradable(course: Course, writer: gradebook.Writer, sub: Submission, plans: dict) -> None:
+    plan = plans[sub.problem_set]
+    for stale in (course.autograded(sub.student, sub.problem_set), course.feedback(sub.student, sub.problem_set)):
+        shutil.rmtree(stale, ignore_errors=True)  # results of an earlier hand-in no longer count
+    if isinstance(plan, str):
+        return  # the course's problem, not the student's: nothing enters the gradebook
+    graded = judging.Graded(sub.student, plan.name, max_score=plan.max_score, gradable=False)
+    writer.record(graded, plan.notebook, sub.timestamp)
+    sub.score, sub.max_score = 0.0, plan.max_score
 
-    if (course.root / "gradebook.db").is_file():
-        with Gradebook(course.db_url, COURSE_ID) as gb:
-            known = {a.name for a in gb.assignments}
-        if problem_sets <= known:
-            return
-    release(course, out)
+
+def export(course: Course, out: Printer = print) -> Path:
+    """Write ``grades.csv``: one row per student and problem set graded so far, nbgrader's columns, valid CSV."""
+    target = course.root / "grades.csv"
+    with gradebook.Writer(course.db_url, COURSE_ID) as writer:
+        graded = writer.graded_problem_sets()
+        table = gradebook.rows(writer.gb, graded) if graded else []
+    gradebook.write_csv(target, table)
+    out(f"Grades of {len({row[3] for row in table})} students written to {shown(target)}")
+    return target
 
 
 def _summary(subs: list[Submission], seconds: float, out: Printer) -> None:
     width = max(len("student"), *(len(s.student) for s in subs))
     out("")
     out(f"{'student':<{width}}  {'problem set':<24} {'score':>11}")
-    for sub in sorted(subs, key=lambda s: (s.problem_set, s.student)):
-        score = f"{sub.score:g} / {sub.max_score:g}" if sub.score is not None else "?"
+    for sub in sorted(subs, key=lambda s: (problem_set_order(s.problem_set), s.student)):
+        score = f"{sub.score:g} / {sub.max_score:g}" if sub.score is not None else "not graded"
         out(f"{sub.student:<{width}}  {sub.problem_set:<24} {score:>11}")
         for note in sub.notes:
             out(f"{'':<{width}}    ! {note}")
     attention = [s for s in subs if s.notes]
     out("")
-    out(f"Graded {len(subs)} submissions in {seconds:.1f} s ({seconds / len(subs):.1f} s each); "
-        f"{len(attention)} need a look (marked !), {sum(not s.gradable for s in subs)} could not be graded (0 points).")
+    out(f"Graded {len(subs)} submissions in {seconds:.1f} s ({seconds / len(subs):.2f} s each); "
+        f"{len(attention)} need a look (marked !), {sum(not s.gradable for s in subs)} could not be run "
+        "(0 points, or not graded when the fault is the course's or the machine's).")
 
 
 # --------------------------------------------------------------------------- command line
@@ -613,18 +515,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--course", type=Path, default=DEFAULT_COURSE, help="the course folder (default: exercises)")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("release", help="release every problem set into release/")
-    for name, text in (("grade", "collect, autograde, feedback and export"), ("collect", "only collect")):
+    for name, text in (("grade", "collect, grade in sandboxes, feedback and export"), ("collect", "only collect")):
         sub = commands.add_parser(name, help=text)
-        sub.add_argument("submissions", type=Path, help="folder submitted/<student>/<ps>/ or a zip from an LMS")
-        sub.add_argument("--problem-set", help="grade only this problem set (needed for a zip that mixes sets)")
+        sub.add_argument("submissions", type=Path, help="folder submitted/<student>/<ps>/ or a zip from a platform")
+        sub.add_argument("--problem-set", help="grade only this problem set")
         if name == "grade":
-            sub.add_argument("--timeout", type=int, help="seconds each cell may run (default: nbgrader_config.py)")
-    auto = commands.add_parser("autograde", help="autograde everything in submitted/")
-    auto.add_argument("--problem-set")
-    auto.add_argument("--timeout", type=int)
-    fb = commands.add_parser("feedback", help="write feedback HTML for everything autograded")
-    fb.add_argument("--problem-set")
-    commands.add_parser("export", help="write grades.csv")
+            sub.add_argument("--timeout", type=float,
+                             help="seconds each notebook may run (default: c.Sandbox.notebook_seconds, 60)")
+            sub.add_argument("--workers", type=int, help="sandboxes side by side (default: the number of cores)")
+            sub.add_argument("--dask", metavar="ADDRESS",
+                             help="run the sandboxes on the workers of this Dask scheduler (tcp://host:8786)")
+            sub.add_argument("--fresh", action="store_true", help="run every submission again, ignoring the journal")
+    commands.add_parser("export", help="write grades.csv from the gradebook")
     args = parser.parse_args(argv)
     out = lambda line: print(line, flush=True)  # noqa: E731
     try:
@@ -632,35 +534,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "release":
             release(course, out)
         elif args.command == "grade":
-            grade(course, args.submissions, problem_set=args.problem_set, timeout=args.timeout, out=out)
+            grade(course, args.submissions, problem_set=args.problem_set, timeout=args.timeout, workers=args.workers,
+                  dask=args.dask, fresh=args.fresh, out=out)
         elif args.command == "collect":
             collect(course, args.submissions, args.problem_set, out)
-        elif args.command == "autograde":
-            started = time.perf_counter()
-            subs = [Submission(s, p) for s, p in sorted(_submitted_pairs(course))
-                    if args.problem_set in (None, p)]
-            _ensure_released(course, {s.problem_set for s in subs}, out)
-            for sub in subs:
-                inspect_submission(course, sub)
-            done = 0
-            for ps in sorted({s.problem_set for s in subs}):
-                group = [s for s in subs if s.problem_set == ps]
-                autograde(course, ps, group, timeout=args.timeout, out=out, progress=(done, len(subs)))
-                done += len(group)
-            if subs:
-                _summary(subs, time.perf_counter() - started, out)
-            else:
-                out("Nothing in submitted/ to grade.")
-        elif args.command == "feedback":
-            for ps in course.problem_sets():
-                if args.problem_set in (None, ps):
-                    feedback(course, ps, None, out)
-            out(f"Feedback written to {shown(course.root / 'feedback')}/")
         elif args.command == "export":
-            export(course, (), out)
+            export(course, out)
     except (GradingError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        return 130
     return 0
 
 

@@ -9,13 +9,20 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 
 from ..checks import ProblemSet
 
 
 def names() -> list[str]:
     """The problem sets that have a module here, in order."""
-    return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+    return sorted((m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")), key=order)
+
+
+def order(name: str) -> tuple[int, str]:
+    """Sort key of a problem set's name: by its number (``ps7`` before ``ps10``), then by name."""
+    match = re.match(r"ps(\d+)", name)
+    return (int(match[1]) if match else 10**9, name)
 
 
 def get_problem_set(name: str) -> ProblemSet:

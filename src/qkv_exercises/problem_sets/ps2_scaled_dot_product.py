@@ -2,19 +2,24 @@
 
 Part 1 takes seed 002's single query over three keys (:func:`qkv.examples.q1_example`),
 part 2 head 1 of seed 000's delivery example (:func:`qkv.examples.delivery_example`),
-both in the student's own variant. Every answer is one step of
-``softmax(Q K^T / sqrt(d_k)) V``, checked within 0.01.
+both in the student's own variant. Every number is one step of
+``softmax(Q K^T / sqrt(d_k)) V``, checked within 0.01; the last question asks which
+token's output mixes in the most of 晚到's value.
 """
 
 from __future__ import annotations
 
-from qkv import examples, linear
+import numpy as np
 
-from ..checking import expect_attention_step, expect_head_step
-from ..checks import ProblemSet, ValueCheck
+from qkv import examples, linear, self_attention
+
+from .. import slips
+from ..checks import Choice, ChoiceCheck, ProblemSet, ValueCheck
+from ..expectations import choose_token, expect_attention_step, expect_head_step
 
 KEYS = ("k1", "k2", "k3")
 VALUES = ("v1", "v2", "v3")
+LATE = 1  # 晚到's index among the tokens
 
 
 def givens(variant: int) -> dict:
@@ -47,6 +52,16 @@ def _head_1(step: str, grade_id: str, answer: str) -> ValueCheck:
     )
 
 
+def _mixes_most_of_late(g) -> Choice:
+    _, weights = self_attention(g["X"], *g["head_1"])  # (n, n)
+    right = int(np.argmax(weights[:, LATE]))
+    return choose_token(
+        g["tokens"], right,
+        wrong={int(np.argmax(weights[LATE])): slips.READ_ROW_NOT_COLUMN.advice},
+        explain_right="its row of A1 puts the largest weight on 晚到, so its output takes the most of 晚到's value",
+        reveal=f"{g['tokens'][right]}'s row puts the largest weight on 晚到 ({weights[right, LATE]:.2f}).")
+
+
 _DESCRIPTIONS = {
     "S_raw": "{name} is Q K^T of {of}, each entry within 0.01.",
     "S": "{name} is Q K^T / sqrt(d_k) of {of}, each entry within 0.01.",
@@ -67,5 +82,7 @@ PROBLEM_SET = ProblemSet(
         _head_1("S", "scores_scaled_head1", "S1"),
         _head_1("A", "weights_head1", "A1"),
         _head_1("O", "output_head1", "O1"),
+        ChoiceCheck(grade_id="mixes_most_of_late", answer="mixes_most_of_late", expect=_mixes_most_of_late,
+                    description="mixes_most_of_late is the token whose output takes the most of 晚到's value."),
     ),
 )

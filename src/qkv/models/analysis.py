@@ -1,0 +1,113 @@
+"""Reading a trained model's heads from their weights: which pattern a head follows, and how much
+of what it reads actually arrives (the values and ``W_O``, which an attention map does not draw)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..attention import linear
+from ..multihead import split_heads
+from ..validate import as_real_array, shape_str
+from .encoder import attention_sublayer
+
+SPECIAL_TOKENS = ("[CLS]", "[SEP]")
+
+
+def pattern_targets(tokens):
+    """For each pattern, the keys each query would read if the head followed that pattern exactly.
+
+    Patterns: ``previous token``, ``next token``, ``itself``, ``same word`` (the other places where the
+    query's word piece occurs, special tokens excepted), ``[CLS]`` (the first token) and ``[SEP]`` (the
+    last).
+
+    Returns:
+        ``{pattern: targets}``, each a boolean ``(n, n)``: ``targets[i, j]`` is True when key ``j`` is
+        where query ``i`` looks under that pattern. A row with no True has no target (the first token
+        has no previous token).
+    """
+    tokens = [str(token) for token in tokens]
+    n = len(tokens)
+    if n < 2:
+        raise ValueError(f"pattern_targets needs at least 2 tokens, got {n}")
+    index = np.arange(n)
+    word = np.array(tokens)
+    same = (word[:, None] == word[None, :]) & (index[:, None] != index[None, :])  # (n, n)
+    same &= ~np.isin(word, SPECIAL_TOKENS)[:, None]
+    first, last = np.zeros((n, n), dtype=bool), np.zeros((n, n), dtype=bool)
+    first[:, 0] = True
+    last[:, -1] = True
+    return {
+        "previous token": index[None, :] == index[:, None] - 1,
+        "next token": index[None, :] == index[:, None] + 1,
+        "itself": np.eye(n, dtype=bool),
+        "same word": same,
+        "[CLS]": first,
+        "[SEP]": last,
+    }
+
+
+def head_pattern_scores(weights, tokens):
+    r"""How closely each head follows each of the patterns.
+
+    .. math::
+        \mathrm{score}_p = \frac{1}{|Q_p|} \sum_{i \in Q_p}
+        \sum_{j \in T_p(i)} A_{ij}
+
+    :math:`T_p(i)` are the keys pattern :math:`p` names for query :math:`i`,
+    :math:`Q_p` the queries that have any. A score of 1 means every such
+    query puts all its weight there; an even spread over ``n`` keys scores
+    about :math:`1/n`.
+
+    Args:
+        weights: ``(..., n, n)``, e.g. every head of every layer
+            ``(L, h, n, n)``.
+        tokens: the ``n`` tokens.
+
+    Returns:
+        ``{pattern: scores}``, scores of shape ``(...)``; NaN where no query
+        has a target (``same word`` when no word occurs twice).
+
+    Raises:
+        ValueError: if ``weights`` is not ``(..., n, n)`` for ``n`` tokens.
+    """
+    weights = as_real_array("weights", weights, min_ndim=2)
+    n = len(tokens)
+    if weights.shape[-2:] != (n, n):
+        raise ValueError(f"weights have shape {shape_str(weights.shape)} "
+                         f"but there are {n} tokens; "
+                         f"expected (..., {n}, {n})")
+    scores = {}
+    for pattern, targets in pattern_targets(tokens).items():
+        queries = targets.any(axis=1)  # (n,): queries with a target
+        on_targets = (weights * targets).sum(axis=-1)  # (..., n)
+        scores[pattern] = (on_targets[..., queries].mean(axis=-1)
+                           if queries.any()
+                           else np.full(weights.shape[:-2], np.nan))
+    return scores
+
+
+def head_contribution_norms(X, layer):
+    r"""The size of what each head moves from key ``j`` into query ``i``.
+
+    Head :math:`h` adds :math:`\sum_j A^{(h)}_{ij}\, v^{(h)}_j W_O^{(h)}` to
+    query :math:`i`, where :math:`W_O^{(h)}` are the rows of :math:`W_O` that
+    multiply head :math:`h`'s output. A map draws only :math:`A^{(h)}_{ij}`;
+    this measures the vector itself (Kobayashi et al., 2020):
+
+    .. math::
+        N^{(h)}_{ij} = \big\lVert A^{(h)}_{ij}\; v^{(h)}_j\,
+        W_O^{(h)} \big\rVert
+
+    Args:
+        X: the tokens the layer's heads read, ``(n, d_model)``.
+        layer: an :class:`~qkv.models.EncoderLayer`.
+
+    Returns:
+        ``(norms, weights)``, both ``(h, n, n)``.
+    """
+    h = layer.num_heads
+    _, weights = attention_sublayer(X, layer)  # (h, n, n)
+    V = split_heads(linear(X, layer.W_V, layer.b_V), h)  # (h, n, d_v)
+    W_O = layer.W_O.reshape(h, -1, layer.W_O.shape[1])  # (h, d_v, d_model)
+    moved = np.linalg.norm(V @ W_O, axis=-1)  # (h, n): || v_j W_O^(h) ||
+    return weights * moved[:, None, :], weights  # (h, n, n)

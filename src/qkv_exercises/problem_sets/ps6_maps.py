@@ -1,0 +1,151 @@
+"""Problem set 6: reading attention maps.
+
+Part 1 shows the two heads' maps of seed 000's delivery example
+(:func:`qkv.examples.delivery_example`) in the student's variant and asks what they
+show: who attends most to 晚到 (a column), whom 補償 attends to least in head 2 (a
+row), why, and what a map does not show (options in an order drawn per variant).
+Part 2 cuts a small image drawn per variant into patches; the student computes one
+patch's scores and weights, lays the weights on the grid and finds the brightest cell.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from qkv import examples, multi_head_attention, patchify, softmax
+from qkv.variants import VariantDraw, apart_from_seed
+
+from .. import slips
+from ..checks import Choice, ChoiceCheck, ProblemSet, ValueCheck
+from ..expectations import (
+    choose_option,
+    choose_token,
+    expect_brightest_patch,
+    expect_patch_grid,
+    expect_patch_scores,
+    patch_weights,
+)
+
+LATE, COMPENSATION = 1, 2  # 晚到 and 補償 among the tokens
+PATCH_SIZE = 2
+SEED_IMAGE = np.array([
+    [0, 0, 1, 1, 0, 0],
+    [0, 0, 1, 1, 0, 0],
+    [0, 1, 1, 0, 2, 2],
+    [0, 1, 1, 0, 2, 2],
+], dtype=float)  # (H, W) = (4, 6): 6 patches of 2 x 2 pixels
+SEED_QUERY_PATCH = 4
+
+WHY_RIGHT = "Its query is the longest: its scores are spread the widest, so its softmax is the sharpest."
+WHY_OPTIONS = {  # option -> what choosing it means (the right one: "")
+    "Its key is the longest.": "a token's own key sets how much the others attend to it (its column), "
+                               "not how it attends (its row).",
+    WHY_RIGHT: "",
+    "It comes last in the sentence.": "nothing here depends on the order of the tokens: moving a token moves its "
+                                      "row and column, and changes no weight.",
+    "Its value is the largest.": "the values are mixed after the weights are fixed; they change no weight.",
+}
+NOT_SHOWN_RIGHT = "The values that the weights mix, and so what each token's output is."
+NOT_SHOWN_OPTIONS = {
+    "How much each token attends to every other token.": "that is exactly what a map shows: row i, column j.",
+    "Which token each token attends to most.": "a map shows it: the darkest cell of the token's row.",
+    NOT_SHOWN_RIGHT: "",
+    "That each token's weights add up to 1.": "each row of a map adds up to 1: you can read it off.",
+}
+
+
+def givens(variant: int) -> dict:
+    """The variant's maps, the order of each question's options, and the image and query patch of part 2."""
+    delivery = examples.delivery_example(variant)
+    _, maps = multi_head_attention(delivery.X, delivery.heads, delivery.W_O, delivery.b_O)  # (2, 3, 3)
+    image, query_patch = (SEED_IMAGE.copy(), SEED_QUERY_PATCH) if variant == 0 else _image(variant)
+    return {"tokens": delivery.tokens, "X": delivery.X, "heads": delivery.heads, "maps": maps,
+            "why_options": _ordered(WHY_OPTIONS, WHY_RIGHT, "why", variant),
+            "not_shown_options": _ordered(NOT_SHOWN_OPTIONS, NOT_SHOWN_RIGHT, "not_shown", variant),
+            "image": image, "patch_size": PATCH_SIZE, "query_patch": query_patch}
+
+
+def _ordered(options: dict, right: str, question: str, variant: int) -> tuple[str, ...]:
+    """The options in the variant's order; the right one never at the letter it has in variant 0."""
+    texts = tuple(options)
+    if variant == 0:
+        return texts
+    seed_place = texts.index(right)
+    order = VariantDraw(f"ps6_options/{question}", variant).until(
+        lambda d: d.permutation(len(texts)), lambda o: [texts[i] for i in o].index(right) != seed_place, "order")
+    return tuple(texts[i] for i in order)
+
+
+def _image(variant: int) -> tuple[np.ndarray, int]:
+    seed_weights = patch_weights(SEED_IMAGE, PATCH_SIZE, SEED_QUERY_PATCH)
+    seed_patches = patchify(SEED_IMAGE, PATCH_SIZE)  # (6, 4)
+    seed_scaled = seed_patches @ seed_patches[SEED_QUERY_PATCH] / np.sqrt(seed_patches.shape[1])
+
+    def draw_once(d: VariantDraw) -> tuple[np.ndarray, int]:
+        return np.array(d.integers(0, 2, (4, 6)), dtype=float), d.integer(0, 5)
+
+    def workable(candidate) -> bool:
+        image, query = candidate
+        patches = patchify(image, PATCH_SIZE)  # (6, 4)
+        if not patches[query].any() or len({tuple(p) for p in patches}) < 4:
+            return False
+        scaled = patches @ patches[query] / np.sqrt(patches.shape[1])  # (6,): q . k_j / sqrt(d)
+        weights = softmax(scaled)
+        top, second = np.sort(weights)[::-1][:2]
+        return (top - second >= 0.05 and top <= 0.9 and weights.min() >= 0.01
+                and int(np.argmax(weights)) != int(np.argmax(seed_weights))
+                and apart_from_seed(weights, seed_weights) and apart_from_seed(scaled, seed_scaled))
+
+    return VariantDraw("ps6_image", variant).until(draw_once, workable, "image")
+
+
+def _attends_most_to_late(g) -> Choice:
+    column = g["maps"][0][:, LATE]  # head 1, how much each token attends to 晚到
+    right = int(np.argmax(column))
+    return choose_token(g["tokens"], right,
+                        wrong={int(np.argmax(g["maps"][0][LATE])): slips.READ_ROW_NOT_COLUMN.advice},
+                        explain_right="its row puts the largest weight on 晚到 (the largest entry of its column)",
+                        reveal=f"In head 1, {g['tokens'][right]} attends most to 晚到 ({column[right]:.2f}).")
+
+
+def _least_attended_head2(g) -> Choice:
+    row = g["maps"][1][COMPENSATION]  # head 2, what 補償 attends to
+    right = int(np.argmin(row))
+    return choose_token(g["tokens"], right,
+                        wrong={int(np.argmax(row)): slips.MOST_NOT_LEAST.advice,
+                               int(np.argmin(g["maps"][1][:, COMPENSATION])): slips.READ_COLUMN_NOT_ROW.advice},
+                        explain_right="the smallest weight in 補償's row of head 2",
+                        reveal=f"In head 2, 補償 attends least to {g['tokens'][right]} ({row[right]:.2f}).")
+
+
+def _option_check(grade_id: str, answer: str, options: dict, right: str, given: str, description: str):
+    return ChoiceCheck(grade_id, answer,
+                       lambda g: choose_option(g[given], right, explain_right=right,
+                                               explain_wrong={t: a for t, a in options.items() if a}),
+                       description)
+
+
+PROBLEM_SET = ProblemSet(
+    name="ps6_maps",
+    title="Problem set 6: reading attention maps",
+    givens=givens,
+    checks=(
+        ChoiceCheck("attends_most_to_late", "attends_most_to_late", _attends_most_to_late,
+                    "attends_most_to_late is the token that attends most to 晚到 in head 1."),
+        ChoiceCheck("least_attended_head2", "least_attended_head2", _least_attended_head2,
+                    "least_attended_head2 is the token 補償 attends to least in head 2."),
+        _option_check("why_it_attends_most", "why", WHY_OPTIONS, WHY_RIGHT, "why_options",
+                      "why is the letter of the reason that token attends most to 晚到."),
+        _option_check("what_a_map_does_not_show", "not_shown", NOT_SHOWN_OPTIONS, NOT_SHOWN_RIGHT,
+                      "not_shown_options", "not_shown is the letter of what an attention map does not show."),
+        ValueCheck("patch_scores", "patch_scores",
+                   lambda g: expect_patch_scores(g["image"], g["patch_size"], g["query_patch"], name="patch_scores"),
+                   "patch_scores holds the query patch's scaled scores against every patch, each within 0.01."),
+        ValueCheck("patch_weights_on_grid", "patch_grid",
+                   lambda g: expect_patch_grid(g["image"], g["patch_size"], g["query_patch"], name="patch_grid"),
+                   "patch_grid holds the query patch's weights on the 2 x 3 grid of patches, each within 0.01."),
+        ValueCheck("most_attended_patch", "brightest_cell",
+                   lambda g: expect_brightest_patch(g["image"], g["patch_size"], g["query_patch"]),
+                   "brightest_cell is the (row, column) of the patch the query patch attends to most."),
+    ),
+)

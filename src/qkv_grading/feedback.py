@@ -1,0 +1,209 @@
+"""Feedback pages and autograded notebooks, made by the trusted grading process from a :class:`Graded`.
+
+A feedback page (``feedback/<student>/<problem set>/<notebook>.html``) shows:
+
+- the score, each check's points and message (a visible check's message states the
+  expected value, now that grading is over; a hidden check's never does), and the
+  notes on what went wrong while the notebook ran;
+- the notebook as graded: the instructor's markdown rendered, every code cell and
+  everything a student wrote or printed as escaped text (no HTML, no JavaScript, no
+  rendered markdown from a student), each block bounded in size; test cells as the
+  student's release shows them (without hidden tests).
+
+The page loads nothing but MathJax, from the feedback folder (``_mathjax/``, beside the
+student folders), and its Content-Security-Policy allows no other script, no inline
+script and no connection anywhere.
+
+The autograded notebook (``autograded/<student>/<problem set>/<notebook>.ipynb``) is the
+notebook as it ran, with text outputs, for nbgrader's formgrader and the instructor.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import shutil
+from pathlib import Path
+
+from .jobs import Plan, RunCell
+from .judging import Graded
+
+MAX_SHOWN = 10_000  # characters of one cell's source or one output block
+MAX_PAGE = 2_000_000  # characters of page after which the notebook is no longer shown
+MATHJAX = "_mathjax"
+POLICY = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+          "font-src 'self' data:; connect-src 'none'; form-action 'none'; base-uri 'none'")
+STYLE = """
+body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
+pre { white-space: pre-wrap; word-break: break-word; background: #f6f6f6; padding: .5rem; margin: .25rem 0;
+      font-size: .85rem; }
+pre.output { background: #fff; border-left: 3px solid #ccc; }
+pre.error { border-left-color: #c33; }
+.cell { margin: 1rem 0; }
+.label { font-size: .8rem; color: #666; }
+.passed { color: #1a7f37; } .failed { color: #b42318; }
+table { border-collapse: collapse; } td, th { padding: .2rem .6rem; border-bottom: 1px solid #ddd; text-align: left;
+      vertical-align: top; }
+.notes li { color: #8a4b00; }
+.anchor-link { display: none; }
+"""
+MATHJAX_CONFIG = """window.MathJax = {
+  tex: {inlineMath: [["$", "$"], ["\\\\(", "\\\\)"]], displayMath: [["$$", "$$"], ["\\\\[", "\\\\]"]], processEscapes: true},
+  options: {ignoreHtmlClass: "page", processHtmlClass: "instructor", enableMenu: false},
+  svg: {fontCache: "global"}
+};
+"""
+# MathJax 3 (pip package django-static-mathjax): the SVG bundle and what it may load later.
+MATHJAX_PARTS = ("tex-svg.js", "input", "ui", "a11y", "sre")
+
+
+def escaped(text: str, limit: int = MAX_SHOWN) -> str:
+    text = str(text)
+    if len(text) > limit:
+        text = text[:limit] + f"\n... ({len(text) - limit} more characters not shown)"
+    return html.escape(text, quote=True)
+
+
+@functools.lru_cache(maxsize=256)
+def instructor_markdown(source: str) -> str:
+    """An instructor's markdown cell (from the source notebook, never a student's) as HTML, math left for MathJax."""
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    return markdown2html_mistune(source)
+
+
+def _output_html(item: dict) -> str:
+    kind = item["kind"]
+    if kind == "error":
+        return f'<pre class="output error">{escaped(item["text"] or item["ename"] + ": " + item["evalue"])}</pre>'
+    text = item["text"]
+    if item.get("omitted"):
+        text += f"\n[{', '.join(item['omitted'])} output not shown]"
+    css = "output error" if kind == "stderr" else "output"
+    return f'<pre class="{css}">{escaped(text)}</pre>'
+
+
+def _cell_html(cell: RunCell, graded: Graded) -> str:
+    outputs = "".join(_output_html(o) for o in graded.outputs.get(cell.job_id, ())) if cell.job_id is not None else ""
+    if cell.kind == "markdown":
+        return f'<div class="cell instructor">{instructor_markdown(cell.source)}</div>'
+    if cell.kind == "test":
+        result = graded.checks.get(cell.grade_id)
+        sc = cell.source_cell
+        status, css = ("passed", "passed") if result and result.passed else ("failed", "failed")
+        points = f"{result.points:g} / {result.max_points:g}" if result else f"0 / {sc.points:g}"
+        title = f"{'Hidden test' if sc.hidden else 'Test'} {sc.grade_id}: {status}, {points} points"
+        return (f'<div class="cell test"><div class="label {css}">{escaped(title)}</div>'
+                f"<pre>{escaped(sc.released_source)}</pre>{outputs}"
+                f'<pre class="output {css}">{escaped(result.message if result else "")}</pre></div>')
+    labels = {"instructor": "given", "answer": f"your answer ({cell.grade_id})", "manual": f"your answer ({cell.grade_id})",
+              "student-id": "your student id", "student": "your own cell",
+              "student-markdown": "your own text", "answer-markdown": f"your answer ({cell.grade_id})",
+              "manual-markdown": f"your answer ({cell.grade_id})"}
+    return (f'<div class="cell"><div class="label">{escaped(labels.get(cell.kind, cell.kind))}</div>'
+            f"<pre>{escaped(cell.source)}</pre>{outputs}</div>")
+
+
+def feedback_html(plan: Plan, graded: Graded) -> str:
+    """The feedback page of one graded submission (see the module docstring)."""
+    score = f"{plan.name} (Score: {graded.score:.1f} / {graded.max_score:.1f})"
+    rows = "".join(
+        f'<tr><td>{escaped(c.grade_id)}{" (hidden)" if c.hidden else ""}</td>'
+        f'<td class="{"passed" if c.passed else "failed"}">{c.points:g} / {c.max_points:g}</td>'
+        f"<td><pre>{escaped(c.message, 2000)}</pre></td></tr>"
+        for c in graded.checks.values())
+    notes = "".join(f"<li>{escaped(n, 1000)}</li>" for n in graded.notes)
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{escaped(plan.problem_set.title)}: feedback for {escaped(graded.student, 200)}</title>",
+        f"<style>{STYLE}</style>",
+        f'<script src="../../{MATHJAX}/config.js"></script>',
+        f'<script defer src="../../{MATHJAX}/tex-svg.js"></script>',
+        '</head><body class="page">',
+        f'<h1 class="instructor">{escaped(plan.problem_set.title)}</h1>',
+        f"<p>Feedback for <strong>{escaped(graded.student, 200)}</strong>. <strong>{escaped(score)}</strong></p>",
+    ]
+    if notes:
+        parts.append(f'<h2>Notes</h2><ul class="notes">{notes}</ul>')
+    parts.append(f"<h2>Checks</h2><table><tr><th>check</th><th>points</th><th>message</th></tr>{rows}</table>")
+    if graded.gradable:
+        parts.append("<h2>Your notebook, as graded</h2>")
+        length = sum(map(len, parts))
+        for cell in graded.cells:
+            block = _cell_html(cell, graded)
+            if length + len(block) > MAX_PAGE:
+                parts.append("<p>The rest of the notebook is not shown: the page would be too long.</p>")
+                break
+            parts.append(block)
+            length += len(block)
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_feedback(feedback_root: Path, plan: Plan, graded: Graded) -> Path:
+    folder = Path(feedback_root) / graded.student / plan.name
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    target = folder / f"{plan.notebook}.html"
+    target.write_text(feedback_html(plan, graded), encoding="utf-8")
+    return target
+
+
+def copy_mathjax(feedback_root: Path) -> None:
+    """Put MathJax and its configuration in ``feedback/_mathjax/``, where the feedback pages load them from."""
+    import mathjax
+
+    source = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
+    target = Path(feedback_root) / MATHJAX
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "config.js").write_text(MATHJAX_CONFIG, encoding="utf-8")
+    if (target / MATHJAX_PARTS[0]).is_file():
+        return
+    for part in MATHJAX_PARTS:
+        if (source / part).is_dir():
+            shutil.copytree(source / part, target / part, dirs_exist_ok=True)
+        else:
+            shutil.copy2(source / part, target / part)
+
+
+# --------------------------------------------------------------------------- the autograded notebook
+
+
+def _nb_output(item: dict) -> dict:
+    kind = item["kind"]
+    if kind in ("stdout", "stderr"):
+        return {"output_type": "stream", "name": kind, "text": item["text"]}
+    if kind == "error":
+        return {"output_type": "error", "ename": item["ename"], "evalue": item["evalue"], "traceback": [item["text"]]}
+    if kind == "cut":
+        return {"output_type": "stream", "name": "stderr", "text": item["text"] + "\n"}
+    data = {"text/plain": item["text"]}
+    if kind == "result":
+        return {"output_type": "execute_result", "data": data, "metadata": {}, "execution_count": None}
+    return {"output_type": "display_data", "data": data, "metadata": {}}
+
+
+def autograded_notebook(plan: Plan, graded: Graded) -> dict:
+    """The notebook as graded, as nbformat 4 JSON: source cells with their nbgrader metadata, text outputs only."""
+    cells = []
+    for number, cell in enumerate(graded.cells):
+        metadata = dict(cell.source_cell.metadata) if cell.source_cell is not None else {}
+        source = cell.source
+        if cell.kind in ("markdown", "student-markdown", "answer-markdown", "manual-markdown"):
+            cells.append({"cell_type": "markdown", "id": f"cell-{number}", "metadata": metadata, "source": source})
+            continue
+        outputs = [_nb_output(o) for o in graded.outputs.get(cell.job_id, ())] if cell.job_id is not None else []
+        if cell.kind == "test":
+            result = graded.checks.get(cell.grade_id)
+            if result is not None and not result.passed:
+                outputs.append({"output_type": "error", "ename": "AnswerMismatch", "evalue": result.message,
+                                "traceback": [f"AnswerMismatch: {result.message}"]})
+            elif result is not None:
+                outputs.append({"output_type": "stream", "name": "stdout", "text": f"\u2713 {result.message}\n"})
+        cells.append({"cell_type": "code", "id": f"cell-{number}", "metadata": metadata, "source": source, "outputs": outputs,
+                      "execution_count": None})
+    return {"nbformat": 4, "nbformat_minor": 5, "cells": cells,
+            "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                        "name": "python3"}, "language_info": {"name": "python"}}}

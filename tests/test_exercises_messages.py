@@ -1,0 +1,263 @@
+"""No message a student can trigger while solving contains an expected value.
+
+For every check of every problem set, on the seed's variant and on students' variants,
+the test triggers every kind of failure: a wrong entry (too large, too small), every
+entry off, each typical slip, a wrong shape, a transposed matrix, None, text, a ragged
+list, NaN, answers rounded to 1 decimal; and for the functions students write: one that
+raises, returns None, returns text or the wrong shape, slightly wrong numbers, and each
+typical slip. Each message (as ``ps.check`` prints it, ``reveal=False``) is searched for
+the expected values written with 1 to 6 decimals; a number that the student's own answer
+holds (or the inputs the student was given) does not count. A wrong choice's message
+never names the right choice.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from qkv_exercises.checking import format_number, qkv_switched_off
+from qkv_exercises.checks import FunctionCheck, seed_for
+from qkv_exercises.problem_sets import get_problem_set, names
+
+from .notebook_support import givens_of, outcomes_of
+
+VARIANTS_PER_SET = 8  # the seed's variant and the first students'
+DECIMALS = range(1, 7)
+TOLERANCES = {"0.01", "0.05"}  # what every message may say of the tolerance
+
+
+def variants(problem_set):
+    ps = get_problem_set(problem_set)
+    return [(0, ps.givens(0))] + list(givens_of(problem_set)[:VARIANTS_PER_SET - 1])
+
+
+def written(values) -> set[str]:
+    """Every way a number of ``values`` may be written: 1 to 6 decimals, and as the checks print it."""
+    found = set()
+    for x in np.ravel(np.asarray(values, dtype=float)):
+        if np.isfinite(x):
+            found |= {f"{x:.{d}f}" for d in DECIMALS} | {format_number(x)}
+    return found
+
+
+def decimals_in(message: str) -> set[str]:
+    return set(re.findall(r"-?\d+\.\d+", message))
+
+
+def students_numbers(answer) -> set[str]:
+    """The numbers of an answer, its row sums and total (what a hint may quote back)."""
+    try:
+        values = np.asarray(answer, dtype=float)
+    except (TypeError, ValueError):
+        return set()
+    if values.ndim == 0:
+        return written(values)
+    with np.errstate(all="ignore"):
+        return written(values) | written(values.sum(axis=-1)) | written(values.sum())
+
+
+def assert_no_expected_value(message: str, expected, allowed: set[str], what: str):
+    leaked = (decimals_in(message) & written(expected)) - allowed - TOLERANCES
+    assert not leaked, f"{what}: the message gives away {sorted(leaked)}:\n{message}"
+
+
+# ---------------------------------------------------------------- hand-computed answers
+
+
+def wrong_answers(expectation) -> list[tuple[str, object]]:
+    """Every kind of wrong answer to a value check."""
+    expected = np.asarray(expectation.expected, dtype=float)
+    rounded = np.round(expected, 2)
+    answers = [("None", None), ("text", "0.5"), ("ragged", [[1.0, 2.0], [3.0]]), ("a word inside", [["x"]]),
+               ("NaN", np.full(expected.shape, np.nan)), ("True", True), ("a dict", {"a": 1}), ("...", ...),
+               ("all entries off", rounded + 0.13), ("rounded to 1 decimal", np.round(expected, 1)),
+               ("too few entries", rounded.ravel()[:-1] if expected.size > 1 else [1.0, 2.0]),
+               ("one entry more", np.append(rounded.ravel(), 0.5))]
+    for sign, size in (("too large", 0.37), ("too small", -0.41)):
+        off = rounded.copy()
+        off.flat[0] += size
+        answers.append((f"one entry {sign}", off))
+    if expected.ndim == 2:
+        answers.append(("transposed", rounded.T))
+        later_rows_off = rounded.copy()
+        later_rows_off[1:] += 0.3
+        answers.append(("first row right", later_rows_off))
+    for slip, value in expectation.slip_values:
+        if value is not None:
+            answers.append((f"slip {slip.key}", np.round(np.asarray(value, dtype=float), 2)))
+    return answers
+
+
+@pytest.mark.parametrize("problem_set", names())
+def test_no_hand_answer_message_gives_the_expected_value(problem_set):
+    ps = get_problem_set(problem_set)
+    for variant, givens in variants(problem_set):
+        given_numbers = set().union(*(written(v) for v in givens.values() if isinstance(v, np.ndarray)))
+        for check in ps.checks:
+            if check.kind != "value":
+                continue
+            expectation = check.expect(givens)
+            for kind, answer in wrong_answers(expectation):
+                verdict = check.judge(answer, givens, reveal=False)
+                if verdict.passed:
+                    continue
+                assert_no_expected_value(verdict.message, expectation.expected,
+                                         students_numbers(answer) | given_numbers,
+                                         f"{problem_set} variant {variant}, {check.grade_id}, {kind}")
+
+
+@pytest.mark.parametrize("problem_set", names())
+def test_a_wrong_choice_never_names_the_right_one(problem_set):
+    ps = get_problem_set(problem_set)
+    for variant, givens in variants(problem_set):
+        for check in ps.checks:
+            if check.kind != "choice":
+                continue
+            choice = check.expect(givens)
+            for wrong in choice.choices:
+                if wrong == choice.right:
+                    continue
+                message = check.judge(wrong, givens, reveal=False).message
+                right = re.escape(choice.right)
+                named = (rf"['\"(]{right}['\")]" if len(choice.right) == 1  # an option's letter: 'b', (b)
+                         else rf"(?<!\w){right}(?!\w)")
+                assert not re.search(named, message), f"{problem_set} variant {variant}, {check.grade_id}: {message}"
+            for unusable in (None, 2, "zzz", ["a"]):
+                message = check.judge(unusable, givens, reveal=False).message
+                assert all(f'"{c}"' in message for c in choice.choices), message  # every option, none singled out
+
+
+# ---------------------------------------------------------------- functions students write
+
+
+def reference(name: str, *args, **kwargs):
+    """The right result, computed here with numpy."""
+    if name == "softmax":
+        x = np.asarray(args[0], dtype=float)
+        axis = kwargs.get("axis", -1)
+        e = np.exp(x - x.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+    if name == "scaled_dot_product_attention":
+        Q, K, V = args
+        weights = reference("softmax", Q @ K.T / np.sqrt(Q.shape[1]))
+        return weights @ V, weights
+    if name == "split_heads":
+        Z, h = args
+        n, d = Z.shape
+        return Z.reshape(n, h, d // h).swapaxes(0, 1)
+    if name == "merge_heads":
+        h, n, d_k = args[0].shape
+        return args[0].swapaxes(0, 1).reshape(n, h * d_k)
+    d_k, n, rng = args
+    return (rng.standard_normal((n, d_k)) * rng.standard_normal((n, d_k))).sum(axis=1)
+
+
+def wrong_functions(name: str) -> list[tuple[str, object]]:
+    def nudged(*args, **kwargs):
+        result = reference(name, *args, **kwargs)
+        if name == "sample_dot_products":
+            return 1.5 * result  # a variance 2.25 times too large
+        return tuple(r + 0.25 for r in result) if isinstance(result, tuple) else result + 0.25
+
+    def raises(*args, **kwargs):
+        raise ValueError("something of the student's went wrong")
+
+    def not_implemented(*args, **kwargs):
+        raise NotImplementedError()
+
+    common = [("returns None", lambda *a, **k: None), ("raises", raises), ("not implemented", not_implemented),
+              ("returns text", lambda *a, **k: "done"), ("wrong shape", lambda *a, **k: np.zeros(1)),
+              ("nudged", nudged)]
+    if name == "softmax":
+        def no_exponential(x, axis=-1):
+            x = np.asarray(x, dtype=float)
+            return x / x.sum(axis=axis, keepdims=True)
+
+        def no_keepdims(x, axis=-1):
+            e = np.exp(x - np.max(x, axis=axis))
+            return e / np.sum(e, axis=axis)
+
+        def last_axis(x, axis=-1):
+            return reference("softmax", x)
+
+        def unnormalised(x, axis=-1):
+            return np.exp(np.asarray(x, dtype=float))
+
+        return common + [("no exponential", no_exponential), ("no keepdims", no_keepdims),
+                         ("last axis", last_axis), ("not normalised", unnormalised)]
+    if name == "scaled_dot_product_attention":
+        def unscaled(Q, K, V):
+            weights = reference("softmax", Q @ K.T)
+            return weights @ V, weights
+
+        def swapped(Q, K, V):
+            return reference(name, Q, K, V)[::-1]
+
+        def with_K(Q, K, V):
+            weights = reference("softmax", Q @ K / np.sqrt(Q.shape[1]))
+            return weights @ V, weights
+
+        return common + [("unscaled", unscaled), ("swapped", swapped), ("K not transposed", with_K),
+                         ("weights only", lambda Q, K, V: reference(name, Q, K, V)[1])]
+    if name == "split_heads":
+        return common + [("reshape only", lambda Z, h: Z.reshape(h, Z.shape[0], Z.shape[1] // h))]
+    if name == "merge_heads":
+        return common + [("reshape only", lambda Z: Z.reshape(Z.shape[1], Z.shape[0] * Z.shape[2]))]
+    return common + [("constant", lambda d_k, n, rng: np.full(n, float(d_k))),
+                     ("scaled", lambda d_k, n, rng: reference(name, d_k, n, rng) / np.sqrt(d_k)),
+                     ("uniform", lambda d_k, n, rng: (rng.random((n, d_k)) * rng.random((n, d_k))).sum(axis=1)),
+                     ("own generator", lambda d_k, n, rng: reference(name, d_k, n, np.random.default_rng()))]
+
+
+def call_numbers(calls) -> set[str]:
+    found = set()
+    for call in calls:
+        for arg in list(call.args) + list(call.kwargs.values()):
+            if isinstance(arg, np.ndarray):
+                found |= written(arg)
+    return found
+
+
+def outcome_numbers(outcomes) -> set[str]:
+    found = set()
+    for outcome in outcomes:
+        value = getattr(outcome, "value", None)
+        for part in value if isinstance(value, tuple) else (value,):
+            found |= students_numbers(part)
+    return found
+
+
+@pytest.mark.parametrize("problem_set", [ps for ps in names()
+                                         if any(c.kind == "function" for c in get_problem_set(ps).checks)])
+def test_no_function_message_gives_the_expected_value(problem_set):
+    ps = get_problem_set(problem_set)
+    caught = set()
+    for variant, givens in variants(problem_set)[:2]:
+        for check in ps.checks:
+            if not isinstance(check, FunctionCheck):
+                continue
+            calls = (check.calls(givens, np.random.default_rng(seed_for(problem_set, check.grade_id, "someone")))
+                     if check.hidden else ps.visible_calls(check, givens))
+            expected = []
+            for call in calls:
+                if check.answer == "sample_dot_products":
+                    expected.append(float(call.args[0]))  # the exact variance
+                else:
+                    result = reference(check.answer, *call.args, **call.kwargs)
+                    expected.extend(np.ravel(r) for r in (result if isinstance(result, tuple) else (result,)))
+            expected = np.concatenate([np.ravel(e) for e in expected]) if expected else np.zeros(0)
+            for kind, func in wrong_functions(check.answer):
+                with qkv_switched_off(), np.errstate(all="ignore"):
+                    outcomes = outcomes_of(func, calls)
+                    verdict = check.judge(outcomes, calls, reveal=False)
+                if verdict.passed:  # a sampler with its own generator has the right variance
+                    continue
+                caught.add((check.answer, kind))
+                assert_no_expected_value(verdict.message, expected, outcome_numbers(outcomes) | call_numbers(calls),
+                                         f"{problem_set} variant {variant}, {check.grade_id}, {kind}")
+    functions = {c.answer for c in ps.checks if isinstance(c, FunctionCheck)}
+    missed = {(f, kind) for f in functions for kind, _ in wrong_functions(f)} - caught
+    assert not missed, f"{problem_set}: wrong functions that no check fails: {sorted(missed)}"
