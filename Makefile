@@ -13,18 +13,28 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
-SITE := _build/html/index.html
-QKV_BUILT := _build/.qkv-built
+BUILD_DIR := _build
+SITE = $(BUILD_DIR)/html/index.html
+QKV_BUILT = $(BUILD_DIR)/.qkv-built
+# Processes that read (and so execute) the chapters: two per core, because a reading process
+# waits while its chapter's kernel computes and Sphinx gives each process a fixed share of pages.
+JOBS := $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1) )))
 PYTEST_ARGS ?=
 
 .PHONY: site test venv browser sandbox clean release grade
 
-site: $(INSTALLED)
+# sphinx-build reads the pages in $(JOBS) processes (`jupyter-book build` reads them one by one).
+# The conf.py that Jupyter Book generates does not put the local extensions on the path: PYTHONPATH does.
+site: $(INSTALLED) conf.py
 	@# A change under src/ changes numbers on every page: rebuild them all (Sphinx only tracks the pages).
-	@if [ -f $(QKV_BUILT) ] && [ -z "$$(find src -name '*.py' -newer $(QKV_BUILT))" ]; then all=; else all=--all; fi; \
-	$(BIN)/jupyter-book build . --warningiserror --keep-going $$all
+	@if [ -f $(QKV_BUILT) ] && [ -z "$$(find src -name '*.py' -newer $(QKV_BUILT))" ]; then all=; else all=-E; fi; \
+	PYTHONPATH=$(CURDIR)/book/_ext$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/sphinx-build -b html -j $(JOBS) -W --keep-going $$all -d $(BUILD_DIR)/.doctrees . $(BUILD_DIR)/html
 	@touch $(QKV_BUILT)
-	@echo "The website is at $(CURDIR)/$(SITE)"
+	@echo "The website is at $(abspath $(SITE))"
+
+# Sphinx's configuration, made from _config.yml (edit that; conf.py is generated and not in git).
+conf.py: _config.yml _toc.yml $(INSTALLED)
+	$(BIN)/jupyter-book config sphinx . >/dev/null
 
 test: $(INSTALLED) browser sandbox
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -67,4 +77,4 @@ grade: $(INSTALLED)
 	$(BIN)/python -m qkv_grading grade "$(SUBMISSIONS)" $(if $(PS),--problem-set $(PS))
 
 clean:
-	rm -rf _build
+	rm -rf _build conf.py

@@ -324,3 +324,35 @@ def test_offset_curves_draw_one_labelled_line_per_curve():
         qkv_book.plots.offset_curves(offsets, {"bad": np.ones(3)}, ylabel="y")
     with pytest.raises(ValueError, match="offset_curves needs at least one curve"):
         qkv_book.plots.offset_curves(offsets, {}, ylabel="y")
+
+
+def ink_box(rgba: np.ndarray) -> tuple[int, int, int, int]:
+    """Rows and columns (top, bottom, left, right) of the pixels that are not the white background."""
+    rows, cols = np.nonzero((rgba[..., :3] < 250).any(axis=-1))
+    return rows.min(), rows.max(), cols.min(), cols.max()
+
+
+def test_a_figure_shown_in_ipython_is_cropped_to_its_content_and_loses_none_of_it():
+    """The picture of a figure in a chapter is its full drawing with the empty margins cut away to
+    0.1 inch: every drawn pixel is kept, and no side keeps more than the pad of white."""
+    import io
+
+    from PIL import Image
+
+    def fig():  # fixed-aspect maps in a wide figure: the layout leaves white bands that the crop removes
+        panels = {"中和 有 一個 永和路": qkv_book.plots.Panel(np.eye(4) * 0.8, list("甲乙丙丁"), list("甲乙丙丁")),
+                  "b": qkv_book.plots.Panel(np.full((3, 4), 0.25), list("甲乙丙"), list("甲乙丙丁"))}
+        return qkv_book.plots.heatmap_panels(panels)
+
+    full = np.asarray(Image.open(io.BytesIO(qkv_book.plots.figure_png(fig()))))
+    figure = fig()
+    cropped = np.asarray(Image.open(io.BytesIO(qkv_book.plots.cropped_png(figure))))
+    pad = 0.1 * figure.dpi
+    assert cropped.shape[1] < full.shape[1] - 2 * pad, "nothing was cropped from the wide figure"
+    top, bottom, left, right = ink_box(full)
+    drawn = full[top:bottom + 1, left:right + 1]
+    assert ((drawn[..., :3] < 250).any(axis=-1).sum()
+            == (cropped[..., :3] < 250).any(axis=-1).sum()), "the crop cut drawn pixels away"
+    top, bottom, left, right = ink_box(cropped)
+    margins = (top, cropped.shape[0] - 1 - bottom, left, cropped.shape[1] - 1 - right)
+    assert all(margin <= pad + 2 for margin in margins), f"margins {margins} px, more than the {pad} px pad"

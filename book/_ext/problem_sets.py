@@ -5,13 +5,13 @@ with one row per problem set of the nbgrader course in ``exercises/``: its title
 points and a link to ``<problem set>.zip``. The zips hold the student versions that
 ``nbgrader generate_assignment`` makes. They are made in a temporary copy of the course
 (so the course folder is never written to and parallel builds never collide), in a
-background thread while the chapters are read, and written into the HTML output as
+background process while the chapters are read, and written into the HTML output as
 ``exercises/<problem set>.zip`` when the build finishes.
 
 The directive ``student-install`` renders the one command that installs what a student
 needs: ``pip install`` of a wheel of the course package (``qkv``, ``qkv_book``,
 ``qkv_exercises``; its dependencies are JupyterLab, numpy, matplotlib, ipywidgets and
-nbgrader), built in the same background thread with setuptools (no download) and
+nbgrader), built in the same background process with setuptools (no download) and
 written next to the zips. The page shows the wheel's address relative to itself;
 ``_static/student-install.js`` turns it into the absolute URL in the reader's browser.
 
@@ -30,7 +30,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import tomllib
 from pathlib import Path
 
@@ -189,19 +188,15 @@ def start_release(app):
         made = saved.get("zips", []) + [saved.get("wheel", "")]
         if saved.get("hash") == wanted and all((target / name).is_file() for name in made):
             return
-    state = {"hash": wanted, "error": None, "zips": [], "wheel": None}
     staging = Path(tempfile.mkdtemp(prefix="qkv-problem-sets-"))
-
-    def work():
-        try:
-            state["zips"] = release_zips(course_root(app), staging / "zips")
-            state["wheel"] = build_wheel(package_root(app), staging / "wheel")
-        except Exception as err:  # reported when the build finishes
-            state["error"] = err
-
-    thread = threading.Thread(target=work, name="release problem sets", daemon=True)
-    thread.start()
-    app.problem_set_release = (thread, staging, state)  # on the app: the environment gets pickled
+    # A process of its own, not a thread: nbgrader changes the working directory while it releases,
+    # and Sphinx's reading processes are forked from this one (they would start in the temporary
+    # copy of the course, which is gone by the time they look up their dependencies).
+    # Its output goes to files: a full pipe would stop it until the build finishes.
+    with open(staging / "paths.json", "w") as out, open(staging / "release.log", "w") as log:
+        process = subprocess.Popen([sys.executable, __file__, str(course_root(app)), str(package_root(app)),
+                                    str(staging / "made")], stdout=out, stderr=log)
+    app.problem_set_release = (process, staging, wanted)  # on the app: the environment gets pickled
 
 
 def finish_release(app, exception):
@@ -209,23 +204,33 @@ def finish_release(app, exception):
     pending = getattr(app, "problem_set_release", None)
     if pending is None:
         return
-    thread, staging, state = pending
+    process, staging, wanted = pending
     app.problem_set_release = None
-    thread.join()
+    process.wait()
     try:
         if exception is not None:
             return
-        if state["error"] is not None:
-            raise ExtensionError(f"releasing the problem sets failed: {state['error']}") from state["error"]
+        if process.returncode != 0:
+            log = (staging / "release.log").read_text(encoding="utf-8", errors="replace")
+            raise ExtensionError(f"releasing the problem sets failed:\n{log[-3000:]}")
+        made = json.loads((staging / "paths.json").read_text(encoding="utf-8").strip().splitlines()[-1])
+        zips, wheel = [Path(path) for path in made["zips"]], Path(made["wheel"])
         target = Path(app.outdir) / OUTPUT_FOLDER
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)
-        for path in [*state["zips"], state["wheel"]]:
+        for path in [*zips, wheel]:
             shutil.copy2(path, target / path.name)
-        manifest = {"hash": state["hash"], "zips": [p.name for p in state["zips"]], "wheel": state["wheel"].name}
+        manifest = {"hash": wanted, "zips": [p.name for p in zips], "wheel": wheel.name}
         (target / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def release_downloads(course: Path, package: Path, staging: Path) -> dict:
+    """Release the problem sets into zips and build the wheel, under ``staging``; their paths."""
+    zips = release_zips(course, staging / "zips")
+    wheel = build_wheel(package, staging / "wheel")
+    return {"zips": [str(path) for path in zips], "wheel": str(wheel)}
 
 
 def setup(app):
@@ -236,3 +241,7 @@ def setup(app):
     app.connect("builder-inited", start_release)
     app.connect("build-finished", finish_release)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+if __name__ == "__main__":  # the release process that start_release begins: course, package, staging folder
+    print(json.dumps(release_downloads(*(Path(arg) for arg in sys.argv[1:4]))), flush=True)

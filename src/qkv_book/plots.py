@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import logging
+import math
 from typing import NamedTuple
 
 import matplotlib
@@ -53,11 +54,33 @@ def use_cjk_font() -> str:
     return CJK_FONT_NAME
 
 
+def cropped_png(fig: Figure, pad_inches: float = 0.1) -> bytes:
+    """Render ``fig`` to PNG bytes cropped to its content plus ``pad_inches``, drawing it once.
+
+    This is the picture of ``savefig(bbox_inches="tight")`` (what ``%matplotlib inline`` shows),
+    without its second drawing: the figure is drawn at its own size, then the pixels outside
+    its tight bounding box (measured on that drawing) are cut away.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from PIL import Image
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    width, height = canvas.get_width_height()
+    x0, y0, x1, y1 = fig.get_tightbbox(canvas.get_renderer()).padded(pad_inches).extents * fig.dpi
+    box = (max(0, math.floor(x0)), max(0, math.floor(height - y1)),  # pixel rows run from the top
+           min(width, math.ceil(x1)), min(height, math.ceil(height - y0)))
+    buffer = io.BytesIO()
+    Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba()).crop(box).save(buffer, format="png")
+    return buffer.getvalue()
+
+
 def show_figures_in_ipython() -> bool:
     """In IPython or Jupyter, let a :class:`~matplotlib.figure.Figure` that is a cell's value show as a PNG.
 
     ``%matplotlib inline`` does this only once pyplot is imported, and this module
-    does not use pyplot. A PNG format the user has already chosen is kept. Returns
+    does not use pyplot. The picture is :func:`cropped_png` (what ``%matplotlib inline``
+    shows, drawn once). A PNG format the user has already chosen is kept. Returns
     whether a shell was found.
     """
     try:
@@ -71,11 +94,7 @@ def show_figures_in_ipython() -> bool:
     try:
         png_formatter.lookup_by_type(Figure)
     except KeyError:
-        from functools import partial
-
-        from IPython.core.pylabtools import print_figure
-
-        png_formatter.for_type(Figure, partial(print_figure, fmt="png", base64=True))
+        png_formatter.for_type(Figure, cropped_png)
     return True
 
 

@@ -1,0 +1,76 @@
+"""How `make site` builds the book: in parallel, and without avoidable work in every chapter.
+
+Speed itself is measured by ``bench/book_build.py``, never asserted here; these tests check the
+conditions it depends on, each of which a change elsewhere could silently undo.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+
+import parallel_build  # noqa: E402  (a Sphinx extension of the book, in book/_ext)
+
+
+def fake_app(**extensions):
+    """An app whose extensions are (module version, declared parallel_read_safe) pairs."""
+    return SimpleNamespace(extensions={
+        name: SimpleNamespace(module=SimpleNamespace(__version__=version), parallel_read_safe=declared)
+        for name, (version, declared) in extensions.items()})
+
+
+def test_only_the_reviewed_versions_are_declared_safe():
+    app = fake_app(sphinx_multitoc_numbering=("0.1.3", None), sphinx_jupyterbook_latex=("1.1.0", None))
+    parallel_build.declare_reviewed_extensions(app, config=None)
+    assert app.extensions["sphinx_multitoc_numbering"].parallel_read_safe is True
+    assert app.extensions["sphinx_jupyterbook_latex"].parallel_read_safe is None, "1.1.0 was never read"
+
+
+def test_an_extensions_own_declaration_is_kept():
+    app = fake_app(sphinx_multitoc_numbering=("0.1.3", False), other_extension=("0.1.3", None))
+    parallel_build.declare_reviewed_extensions(app, config=None)
+    assert app.extensions["sphinx_multitoc_numbering"].parallel_read_safe is False
+    assert app.extensions["other_extension"].parallel_read_safe is None
+
+
+SPHINX_PARALLEL = """
+import sys, tempfile
+from sphinx.application import Sphinx
+from sphinx.util.docutils import docutils_namespace
+with tempfile.TemporaryDirectory() as out, docutils_namespace():
+    app = Sphinx(".", ".", out, out + "/.doctrees", "dummy", status=None, warning=sys.stderr, parallel=2)
+    print(app.is_parallel_allowed("read"), app.is_parallel_allowed("write"))
+"""
+
+
+@pytest.mark.slow
+def test_every_extension_of_the_book_allows_reading_and_writing_in_parallel():
+    """With the book's own configuration (the conf.py that `make site` generates), Sphinx may use
+    several processes: no extension is undeclared (that warning fails the build under -W)."""
+    made = subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), "conf.py"], capture_output=True, text=True)
+    assert made.returncode == 0, made.stdout + made.stderr
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "book" / "_ext"))
+    result = subprocess.run([sys.executable, "-c", SPHINX_PARALLEL], cwd=ROOT, capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "True"], result.stderr
+    assert "does not declare" not in result.stderr, result.stderr
+
+
+def test_glue_in_a_chapter_compiles_no_iri_grammar():
+    """A chapter's first ``glue`` imports nbformat and jsonschema; jsonschema must find rfc3987 and
+    not build the Earley parsers of rfc3987-syntax (seconds of CPU in every chapter's kernel)."""
+    code = ("import sys; from myst_nb import glue; glue('x', 1.5, display=False); "
+            "print('rfc3987_syntax' in sys.modules, 'jsonschema' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    iri_grammar, jsonschema = result.stdout.split()
+    assert jsonschema == "True", "glue no longer imports jsonschema: this test and rfc3987 in requirements.txt can go"
+    assert iri_grammar == "False", "jsonschema loaded rfc3987_syntax: is rfc3987 installed?"
