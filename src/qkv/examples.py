@@ -717,8 +717,8 @@ def kernel_lookup_example(variant: int = 0) -> KernelLookupExample:
     weighted by a Gaussian kernel of width sigma = 1: the exponents are 0, -1 and -0.5.
 
     Other variants: sigma is 0.5, 1 or 2, and the query and keys have coordinates that are whole
-    multiples of sigma from -sigma to 2 sigma, so that every exponent -|q - k_j|^2 / 2 sigma^2 is a
-    multiple of 0.5 (and so is every extended score (q . k_j - |k_j|^2 / 2) / sigma^2); the values
+    multiples of sigma from -sigma to 2 sigma, so that every exponent ``-|q - k_j|^2 / (2 sigma^2)`` is a
+    multiple of 0.5 (and so is every extended score ``(q . k_j - |k_j|^2 / 2) / sigma^2``); the values
     are whole numbers from 0 to 2. The three keys differ and one is clearly the nearest (its weight
     larger by 0.05 or more), and it is not k1 (the seed's); no weight is below 0.03 or above 0.85;
     the three values differ and every step differs from the seed's.
