@@ -121,7 +121,7 @@ class ProblemSetDownloads(SphinxDirective):
         table = nodes.table(classes=["problem-sets"])
         group = nodes.tgroup(cols=3)
         table += group
-        for width in (60, 15, 25):
+        for width in (50, 15, 35):  # the zip names of two-digit problem sets need the room
             group += nodes.colspec(colwidth=width)
         group += nodes.thead("", self._row(*([nodes.Text(h)] for h in ("Problem set", "Points", "Download"))))
         body = nodes.tbody()
