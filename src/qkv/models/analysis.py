@@ -109,7 +109,8 @@ def head_contribution_norms(X, layer):
     moved, first_row = [], 0
     for head in attention.heads:
         V = linear(X, head.W_V, head.b_V)  # (n, d_v)
-        W_O = attention.W_O[first_row:first_row + head.d_v]  # (d_v, d_model): the rows for this head
-        moved.append(np.linalg.norm(V @ W_O, axis=-1))  # (n,): || v_j W_O^(h) ||
+        # (d_v, d_model): the rows of W_O for this head
+        W_O = attention.W_O[first_row:first_row + head.d_v]
+        moved.append(np.linalg.norm(V @ W_O, axis=-1))  # (n,): |v_j W_O^(h)|
         first_row += head.d_v
     return weights * np.stack(moved)[:, None, :], weights  # (h, n, n)
