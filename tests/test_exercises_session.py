@@ -121,3 +121,10 @@ def test_the_summary_lists_every_visible_check_and_the_hidden_points(solving, ca
     assert "softmax_one_row" in out and "attention_q1" in out and "not run yet" in out
     assert "1 of 8 points from the checks above." in out
     assert "2 more points come from checks run only when your notebook is graded" in out
+
+
+def test_one_hidden_point_is_counted_in_the_singular(solving, capsys):
+    start("ps8_position", "ab1234").summary()
+    out = capsys.readouterr().out
+    assert "1 more point comes from checks run only when your notebook is graded" in out
+    assert "1 more points" not in out

@@ -235,7 +235,8 @@ class Session:
                 lines.append(f"  {RED}\u2717{RESET} {check.grade_id:<{width}}  {first_line}")
         lines.append(f"{earned:g} of {possible:g} points from the checks above.")
         if hidden_points:
-            lines.append(f"{hidden_points:g} more points come from checks run only when your notebook is graded: "
+            many = "1 more point comes" if hidden_points == 1 else f"{hidden_points:g} more points come"
+            lines.append(f"{many} from checks run only when your notebook is graded: "
                          "they test the same things on other inputs.")
         print("\n".join(lines))
 
