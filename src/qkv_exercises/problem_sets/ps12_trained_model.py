@@ -22,7 +22,7 @@ from qkv import examples
 from qkv.models import load_minilm_excerpt
 
 from .. import slips
-from ..checks import Choice, ChoiceCheck, FunctionCheck, ProblemSet, ValueCheck
+from ..checks import Choice, ChoiceCheck, ProblemSet, ValueCheck, function_checks
 from ..expectations import LAYER_ARRAYS, choose_option, expect_head_map, layer_weights, ordered_options
 from ..functions import (
     explain_layer_attention_error,
@@ -120,9 +120,7 @@ def _other_sentences(g, rng) -> list:
             *random_small_layer_calls(rng)]
 
 
-def _layer_check(grade_id: str, calls, description: str, *, hidden: bool = False) -> FunctionCheck:
-    return FunctionCheck(grade_id, "layer_attention", calls=calls, judge_result=judge_layer_attention,
-                         description=description, hidden=hidden, explain_raised=explain_layer_attention_error)
+_layer_check = function_checks("layer_attention", judge_layer_attention, explain_layer_attention_error)
 
 
 PROBLEM_SET = ProblemSet(

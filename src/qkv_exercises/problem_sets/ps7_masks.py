@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from qkv import Head, causal_mask, examples, trace_head
 
-from ..checks import FunctionCheck, ProblemSet, ValueCheck
+from ..checks import ProblemSet, ValueCheck, function_checks
 from ..expectations import expect_cross_step, expect_masked_step, option_check, ordered_options
 from ..functions import (
     causal_mask_call,
@@ -106,19 +106,9 @@ def _cross(step: str, grade_id: str, answer: str, description: str) -> ValueChec
                       description)
 
 
-def _causal_mask_check(grade_id: str, calls, description: str, *, hidden: bool = False) -> FunctionCheck:
-    return FunctionCheck(grade_id, "causal_mask", calls=calls, judge_result=judge_causal_mask,
-                         description=description, hidden=hidden)
-
-
-def _padding_mask_check(grade_id: str, calls, description: str, *, hidden: bool = False) -> FunctionCheck:
-    return FunctionCheck(grade_id, "padding_mask", calls=calls, judge_result=judge_padding_mask,
-                         description=description, hidden=hidden)
-
-
-def _masked_softmax_check(grade_id: str, calls, description: str, *, hidden: bool = False) -> FunctionCheck:
-    return FunctionCheck(grade_id, "masked_softmax", calls=calls, judge_result=judge_masked_softmax,
-                         description=description, hidden=hidden, explain_raised=explain_masked_softmax_error)
+_causal_mask_check = function_checks("causal_mask", judge_causal_mask)
+_padding_mask_check = function_checks("padding_mask", judge_padding_mask)
+_masked_softmax_check = function_checks("masked_softmax", judge_masked_softmax, explain_masked_softmax_error)
 
 
 def _causal_calls(g, rng) -> list:

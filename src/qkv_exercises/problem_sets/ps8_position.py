@@ -18,7 +18,7 @@ import numpy as np
 from qkv import examples, self_attention
 from qkv.variants import VariantDraw
 
-from ..checks import Choice, ChoiceCheck, FunctionCheck, ProblemSet, ValueCheck
+from ..checks import Choice, ChoiceCheck, ProblemSet, ValueCheck, function_checks
 from ..expectations import (
     choose_option,
     expect_offset_dot_product,
@@ -115,9 +115,7 @@ def _your_table(g):
                          "wider d_model")
 
 
-def _encoding_check(grade_id: str, calls, description: str, *, hidden: bool = False) -> FunctionCheck:
-    return FunctionCheck(grade_id, "sinusoidal_position_encoding", calls=calls, judge_result=judge_encoding,
-                         description=description, hidden=hidden)
+_encoding_check = function_checks("sinusoidal_position_encoding", judge_encoding)
 
 
 PROBLEM_SET = ProblemSet(

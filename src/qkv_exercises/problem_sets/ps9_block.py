@@ -18,7 +18,7 @@ import numpy as np
 from qkv import examples
 from qkv.variants import VariantDraw
 
-from ..checks import ChoiceCheck, FunctionCheck, ProblemSet, ValueCheck
+from ..checks import ChoiceCheck, ProblemSet, ValueCheck, function_checks
 from ..expectations import choose_option, expect_block_row_step, ordered_options
 from ..functions import (
     explain_layer_norm_error,
@@ -146,9 +146,7 @@ def _gamma_beta_calls(g, rng) -> list:
             layer_norm_gamma_beta_call(rng, (4, 6))]
 
 
-def _layer_norm_check(grade_id: str, calls, description: str, *, hidden: bool = False) -> FunctionCheck:
-    return FunctionCheck(grade_id, "layer_norm", calls=calls, judge_result=judge_layer_norm,
-                         description=description, hidden=hidden, explain_raised=explain_layer_norm_error)
+_layer_norm_check = function_checks("layer_norm", judge_layer_norm, explain_layer_norm_error)
 
 
 PROBLEM_SET = ProblemSet(
