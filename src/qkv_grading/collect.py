@@ -61,10 +61,17 @@ class Submission:
     max_score: float | None = None
     gradable: bool = True
     notes: list[str] = field(default_factory=list)
+    variant_id: str | None = None  # the id whose numbers it is graded with, when not ``student``
+    trusted_seconds: float = 0.0  # CPU time the grading process spent on it (decoding, judging, writing)
 
     @property
     def key(self) -> tuple[str, str]:
         return (self.student, self.problem_set)
+
+    @property
+    def numbers_of(self) -> str:
+        """The id whose variant (numbers) the submission is graded with."""
+        return self.variant_id or self.student
 
 
 def shown_name(name: str) -> str:

@@ -76,6 +76,17 @@ class Writer:
             return [f"kept the scores entered by hand in formgrader for {', '.join(sorted(kept))}"]
         return []
 
+    def score_of(self, student: str, problem_set: str) -> float | None:
+        """The score the gradebook holds for ``student``'s ``problem_set``; None when it holds none."""
+        try:
+            submission = self.gb.find_submission(problem_set, student)
+        except MissingEntry:
+            return None
+        grades = [g for nb in submission.notebooks for g in nb.grades]
+        if not grades or all(g.auto_score is None and g.manual_score is None for g in grades):
+            return None
+        return float(submission.score)
+
     def _submission(self, student: str, problem_set: str, timestamp: str | None):
         self.gb.update_or_create_student(student)
         with warnings.catch_warnings():  # nbgrader's own query warns about its autoflush here
