@@ -545,7 +545,7 @@ class Grading:
             graded = judging.refused(plan, sub.student, task.cells, refused or "no record")
         graded.notes = sub.notes + graded.notes
         old = self.writer.score_of(sub.student, plan.name)
-        graded.notes += self.writer.record(graded, plan.notebook, sub.timestamp)
+        graded.notes += self.writer.record(graded, plan.notebook, sub.timestamp, sub.platform_name)
         new = self.writer.score_of(sub.student, plan.name)
         sub.notes, sub.max_score = graded.notes, graded.max_score
         sub.score = new if new is not None else graded.score
@@ -576,7 +576,7 @@ class Grading:
             return  # the course's problem, not the student's: nothing enters the gradebook
         graded = judging.Graded(sub.student, plan.name, max_score=plan.max_score, gradable=False)
         old = self.writer.score_of(sub.student, plan.name)
-        self.writer.record(graded, plan.notebook, sub.timestamp)
+        self.writer.record(graded, plan.notebook, sub.timestamp, sub.platform_name)
         sub.score, sub.max_score = 0.0, plan.max_score
         if old is not None and abs(old) > 1e-9:
             sub.notes.append(f"the regrade changed its score: {old:g} -> 0")
@@ -593,7 +593,8 @@ def export(course: Course, out: Printer = print) -> Path:
         graded = writer.graded_problem_sets()
         table = gradebook.rows(writer.gb, graded) if graded else []
     gradebook.write_csv(target, table)
-    out(f"Grades of {len({row[3] for row in table})} students written to {shown(target)}")
+    students = len({row[3] for row in table})
+    out(f"Grades of {students} student{'s' if students != 1 else ''} written to {shown(target)}")
     return target
 
 
@@ -608,7 +609,8 @@ def _summary(subs: list[Submission], seconds: float, out: Printer) -> None:
             out(f"{'':<{width}}    ! {note}")
     attention = [s for s in subs if s.notes]
     out("")
-    out(f"Graded {len(subs)} submissions in {seconds:.1f} s ({seconds / len(subs):.2f} s each); "
+    out(f"Graded {len(subs)} submission{'s' if len(subs) != 1 else ''} in {seconds:.1f} s "
+        f"({seconds / len(subs):.2f} s each); "
         f"{len(attention)} need a look (marked !), {sum(not s.gradable for s in subs)} could not be run "
         "(0 points, or not graded when the fault is the course's or the machine's).")
 
