@@ -289,7 +289,7 @@ def test_a_killed_run_keeps_its_grades_and_the_next_run_finishes(released, tmp_p
     from .grading_support import LAUNCH, PROBE_FOLDER  # the same command as grading()
     from qkv_grading.pipeline import nbgrader_env
 
-    process = subprocess.Popen([sys.executable, "-c", LAUNCH, str(PROBE_FOLDER), "--course", str(course), "grade",
+    process = subprocess.Popen([sys.executable, "-c", LAUNCH, str(PROBE_FOLDER), "-", "--course", str(course), "grade",
                                 str(folder), "--timeout", "30", "--workers", "1"], cwd=tmp_path, env=nbgrader_env(),
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     done = []
