@@ -38,14 +38,12 @@ class Watch:
 
     def __init__(self, allowed):
         self.allowed = allowed  # URL -> bool
-        self.requests: list[str] = []
         self.blocked: list[str] = []
         self.dialogs: list[str] = []
         self.console: list[str] = []
         self.failed: list[str] = []
 
     def _route(self, route, request):
-        self.requests.append(f"{request.method} {request.url}")
         if self.allowed(request.url):
             route.continue_()
         else:

@@ -31,7 +31,7 @@ from playwright.sync_api import sync_playwright
 from .browser_support import CHROMIUM, launch_chromium
 from .exercise_support import nbgrader, solution_lines, write_notebook
 from .formgrader_support import INSPECT, SETTLED, Watch, api, formgrader, same_server, under_folders
-from .grading_support import PS2, read_grades, source_of
+from .grading_support import PROBE, PS2, read_grades, source_of
 from .hostile_markup import MARKS, RUN, STUDENT, hostile_notebook
 
 pytestmark = pytest.mark.slow
@@ -117,13 +117,17 @@ def grading_page(server, student, problem_set=PS2) -> str:
     return f"{base}formgrader/submissions/{submissions(server, problem_set)[student]}/"
 
 
-def test_formgrader_opens_every_submission(server, adversarial_class):
-    """Each submission's grading page renders (with the course's config, formgrader's template is the course's)."""
-    for problem_set in sorted({ps for ps, *_ in adversarial_class["cases"].values()}):
-        for student, submission in submissions(server, problem_set).items():
-            status, body = api(*server, f"formgrader/submissions/{submission}/")
+def test_formgrader_opens_submissions_of_every_problem_set(server, course):
+    """With the course's config formgrader's template is the course's: it opens the largest notebook
+    of each problem set (of output, cells or text the others cannot beat) and the blank hand-in."""
+    for problem_set in sorted(p.name for p in (course / "autograded" / "blank").iterdir()) + [PROBE]:
+        ids = submissions(server, problem_set)
+        notebooks = {s: course / "autograded" / s / problem_set / f"{problem_set}.ipynb" for s in ids}
+        largest = max((s for s in ids if notebooks[s].is_file()), key=lambda s: notebooks[s].stat().st_size)
+        for student in {largest, "blank"} & set(ids):
+            status, body = api(*server, f"formgrader/submissions/{ids[student]}/")
             assert status == 200, f"formgrader cannot open {student}'s {problem_set}: HTTP {status}"
-            assert b'class="panel panel-primary nbgrader_cell"' in body, f"{student}'s {problem_set} has no graded cell"
+            assert b'class="panel panel-primary nbgrader_cell"' in body, f"{student}'s {problem_set} shows no graded cell"
 
 
 def test_an_honest_submission_shows_its_answers_and_the_instructors_math(server, instructor):
