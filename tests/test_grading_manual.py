@@ -223,8 +223,12 @@ def test_the_pages_own_defences_hold_for_a_notebook_the_grader_did_not_write(pla
 def test_the_lists_of_submissions_and_students_show_ids_as_text(server, instructor):
     base, _ = server
     quoted = urllib.parse.quote(STUDENT)
+    def loaded(page):  # the lists are filled in from formgrader's API after the page has loaded
+        page.wait_for_function("() => !document.body.innerText.includes('Loading, please wait')")
+
     for path in (f"formgrader/gradebook/{PS2}/{PS2}", "formgrader/manage_students", f"formgrader/manage_students/{quoted}"):
-        visited = visit(instructor, base + path, same_server(base, "/formgrader/static/", "/formgrader/api/"), server)
+        visited = visit(instructor, base + path, same_server(base, "/formgrader/static/", "/formgrader/api/"), server,
+                        loaded)
         watch, seen = visited["watch"], visited["seen"]
         assert watch.problems() == [], (path, watch.problems())
         students = [h for h in seen["handlers"] + seen["scriptUrls"] if "alert" in h or "pwned" in h.lower()]
