@@ -6,8 +6,8 @@ every other student still gets a grade, and every student has a row in grades.cs
 Also: releasing prints every problem set; a zip downloaded from a learning platform is collected
 by the platform's file names (ids with ``_``, resubmissions, archives inside never unpacked); ids
 that are not safe are refused and the others graded; grades.csv is valid CSV for any id; a grading
-run that is killed keeps its grades and the next run finishes; a Dask cluster of two workers gives
-the same grades as the local run.
+run that is killed keeps its grades and the next run finishes; a Dask cluster of two workers over
+TLS gives the same grades as the local run, and one without TLS is refused.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from .exercise_support import (
     with_first_cell,
     write_notebook,
 )
+from .cluster_support import tls_cluster
 from .grading_support import PS2, grading, read_grades, student_lines
 
 pytestmark = pytest.mark.slow
@@ -144,18 +145,23 @@ def test_feedback_loads_nothing_from_another_host(broken_batch):
         assert (page.parent / script).resolve().is_file(), f"{script} does not exist next to the feedback"
 
 
-def test_a_dask_cluster_of_two_workers_gives_the_same_grades(broken_batch):
-    """The same class graded again on a local Dask cluster (two worker processes on 127.0.0.1)."""
-    from distributed import LocalCluster
-
+def test_a_tls_dask_cluster_of_two_workers_gives_the_same_grades(broken_batch, tmp_path):
+    """The same class graded again on a Dask cluster over TLS (a scheduler and two workers on 127.0.0.1,
+    the workers as an unprivileged user, set up as the instructors' page says)."""
     course, _, folder = broken_batch
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address="127.0.0.1:0") as cluster:
-        result = grading(course, "grade", str(folder), "--timeout", "30", "--fresh", "--dask", cluster.scheduler_address)
+    with tls_cluster(tmp_path / "cluster") as cluster:
+        result = grading(course, "grade", str(folder), "--timeout", "30", "--fresh", "--dask", cluster["address"],
+                         "--certificates", str(cluster["certificates"] / "grader"))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "on the Dask cluster at tcp://127.0.0.1:" in result.stdout
+    assert "on the Dask cluster at tls://127.0.0.1:" in result.stdout
     grades = {s: score for (s, ps), score in read_grades(course / "grades.csv").items() if ps == PS2}
     assert grades == EXPECTED, result.stdout
+
+
+def test_grading_on_a_cluster_without_tls_is_refused(broken_batch):
+    course, _, folder = broken_batch
+    result = grading(course, "grade", str(folder), "--dask", "tcp://127.0.0.1:8786")
+    assert result.returncode == 1 and "must start with tls://" in result.stderr, result.stderr
 
 
 def _platform_zip(tmp_path, members: dict[str, dict | bytes]) -> "os.PathLike":

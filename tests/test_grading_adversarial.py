@@ -12,7 +12,15 @@ time ``--fresh``, running every notebook again), and the tests show:
 - no live script in any feedback page (only MathJax, from the feedback folder);
 - the batch finishes, with a reason for each failure, no process of a sandbox left alive, and
   no connection made to a server on this machine;
+- no sandbox makes a user namespace of its own (nor mounts a tmpfs in it), a kernel key, or a
+  file outside its two bounded tmpfs folders or past their sizes (:mod:`tests.sandbox_attacks`);
+- what another local user planted in the temp folder beforehand (a lock folder of links to a
+  file of root's, a runtime folder with a runner of theirs) is never used or followed;
 - the two runs give identical grades.
+
+The same class, smaller, is graded once more by a real unprivileged user (grading without
+root, :mod:`tests.local_users`), with the same attacks on the sandbox and the same planted
+temp folder: again 0 marks gained, 0 classmates harmed, the batch finished.
 """
 
 from __future__ import annotations
@@ -21,6 +29,8 @@ import hashlib
 import html
 import html.parser
 import json
+import os
+import shutil
 import socket
 import sqlite3
 import threading
@@ -29,6 +39,7 @@ import numpy as np
 import pytest
 
 from qkv import examples
+from qkv_grading import identities
 from qkv_exercises.checking import format_number
 from qkv_exercises.checks import seed_for
 from qkv_exercises.identity import student_variant
@@ -40,6 +51,7 @@ from .grading_support import (
     PROBE,
     PS2,
     grading,
+    grading_command,
     hand_in,
     probe_course,
     read_grades,
@@ -49,6 +61,8 @@ from .grading_support import (
     student_lines,
     with_cells,
 )
+from .local_users import GRADER, NEIGHBOUR, give, local_user, run_as
+from .sandbox_attacks import ATTACKS
 
 pytestmark = pytest.mark.slow
 
@@ -185,7 +199,16 @@ def attacks(course, listener_port) -> dict:
             "    except Exception as err:\n        print('no checks:', err)\n    return None")}), {}, 0, []),
         "probe_wrong": (PROBE, with_cells(probe_solution, {"answer_softmax": (
             "def softmax(x):\n    return np.exp(x)  # not normalised")}), {}, 2, []),
+        **sandbox_attackers(blank),
     }
+
+
+def sandbox_attackers(blank: dict) -> dict:
+    """Blank hand-ins whose first answer attacks the sandbox itself (:mod:`tests.sandbox_attacks`)."""
+    escape = "\n".join(ATTACKS[name] for name in ("user namespace", "kernel keys", "writable places"))
+    return {"escaper": (PS2, with_cells(blank, {"answer_scores_q1": escape + "\nscores_q1 = None"}), {}, 0, []),
+            "lingerer": (PS2, with_cells(blank, {"answer_scores_q1": ATTACKS["left behind"] + "\nscores_q1 = None"}),
+                         {}, 0, [])}
 
 
 def _answers(nb) -> list[str]:
@@ -237,9 +260,10 @@ def graded(tmp_path_factory):
                course / "nbgrader_config.py"]
     before = {str(p): _digest(p) for p in watched}
     sources_before = sorted(p.name for p in (course / "source" / PS2).iterdir())
+    shared_tmp = planted_temp_folder(course.parent)
     runs = []
     for extra in ((), ("--fresh",)):
-        result = grading(course, "grade", str(folder), "--timeout", TIMEOUT, *extra)
+        result = grading(course, "grade", str(folder), "--timeout", TIMEOUT, *extra, env={"TMPDIR": str(shared_tmp)})
         grades = read_grades(course / "grades.csv") if (course / "grades.csv").is_file() else {}
         pages = {p.parent.parent.name + "/" + p.parent.name: p.read_text(encoding="utf-8")
                  for p in (course / "feedback").glob("*/*/*.html")}
@@ -247,7 +271,39 @@ def graded(tmp_path_factory):
                      "classmate": (course / "submitted" / "honest_a" / PS2 / f"{PS2}.ipynb").read_bytes()})
     listener.close()
     return {"course": course, "cases": cases, "runs": runs, "before": before, "watched": watched,
-            "sources_before": sources_before, "folder": folder, "accepted": listener.accepted}
+            "sources_before": sources_before, "folder": folder, "accepted": listener.accepted, "tmp": shared_tmp}
+
+
+VICTIM = "the instructor's own file"
+PLANTED_RUNNER = "import sys\nprint('{\"done\": true}')\nsys.exit(0)\n"  # would hand back no answer for anyone
+
+
+def planted_temp_folder(where) -> "os.PathLike":
+    """A temp folder shared with another local user (sticky, as /tmp is), in which that user planted,
+    before grading, what the grader once made there under predictable names: a folder of lock files
+    that are links to a file of root's, and a runtime folder with a runner of their own."""
+    from qkv_grading import sandbox
+
+    shared = where / "shared-tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    victim = where / "victim.txt"
+    victim.write_text(VICTIM, encoding="utf-8")
+    if os.geteuid() != 0:
+        return shared  # no other user to plant anything
+    names = {"qkv_runner.py": "qkv_runner.py", "qkv_exercises/__init__.py": "qkv_exercises/__init__.py",
+             "qkv_exercises/answers.py": "qkv_exercises/answers.py"}
+    files = {name: dict(sandbox.runtime_files())[f"{sandbox.LIB}/{name}"] for name in names}
+    digest = hashlib.sha256(b"".join(n.encode() + d for n, d in sorted(files.items()))).hexdigest()[:16]
+    runtime = f"qkv-grading-runtime-{os.geteuid()}-{digest}"
+    script = (f"mkdir -m 0755 qkv-grading-slots-0 {runtime} {runtime}/qkv_exercises && "
+              f"for n in $(seq 1 64); do ln -s {victim} qkv-grading-slots-0/$n.lock; done && "
+              f"printf '%s' \"$RUNNER\" > {runtime}/qkv_runner.py && touch {runtime}/qkv_exercises/__init__.py")
+    neighbour = local_user(NEIGHBOUR)
+    done = run_as(neighbour, ["/bin/sh", "-c", f"cd {shared} && {script}"], reachable=[shared],
+                  env={"RUNNER": PLANTED_RUNNER}, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return shared
 
 
 def test_the_batch_finishes_and_every_student_has_a_grade(graded):
@@ -292,7 +348,7 @@ def test_no_file_of_the_course_or_the_repository_was_changed(graded):
 
 
 def test_no_process_of_a_sandbox_is_left_and_no_connection_was_made(graded):
-    assert sandbox_processes() == []
+    assert sandbox_processes() == {}
     assert graded["accepted"] == 0
     leaker = graded["runs"][0]["pages"][f"leaker/{PS2}"]
     assert "CONNECTED-OK" not in html.unescape(leaker) and "no network: " in html.unescape(leaker)
@@ -396,3 +452,73 @@ def test_the_autograded_notebooks_are_read_by_nbgrader(graded):
     ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells]
     assert [i for i in ids if i] == [c["metadata"]["nbgrader"]["grade_id"] for c in read_notebook(
         course / "source" / PS2 / f"{PS2}.ipynb")["cells"] if c["metadata"].get("nbgrader")]
+
+
+def _feedback_text(run, student) -> str:
+    return html.unescape(run["pages"][f"{student}/{PS2}"])
+
+
+def test_no_sandbox_makes_a_user_namespace_or_a_key_or_writes_past_its_limits(graded):
+    for run in graded["runs"]:
+        page = _feedback_text(run, "escaper")
+        assert "HOLE" not in page, page[-3000:]
+        for verdict in ("user namespace: refused", "no tmpfs", "kernel keys: refused", "writable places: full /job",
+                        "writable places: full /dev/shm", "writable places: refused /sandbox"):
+            assert verdict in page, f"no {verdict!r} in the feedback of the escaper"
+        assert "HOLE" not in _feedback_text(run, "lingerer")
+
+
+def test_what_another_user_planted_in_the_temp_folder_is_never_used(graded):
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to plant as another local user")
+    assert (graded["course"].parent / "victim.txt").read_text(encoding="utf-8") == VICTIM
+    neighbour = local_user(NEIGHBOUR)
+    made = [p for p in graded["tmp"].iterdir() if p.lstat().st_uid != neighbour.pw_uid]
+    loose = [(p.name, oct(p.lstat().st_mode)) for p in made if p.lstat().st_mode & 0o077]
+    assert not loose, f"the grader left files in the temp folder that others may open: {loose}"
+
+
+@pytest.fixture(scope="module")
+def graded_without_root(graded, tmp_path_factory):
+    """The released course graded again by a real unprivileged user: honest, blank and sandbox attackers."""
+    user = local_user(GRADER)
+    where = tmp_path_factory.mktemp("without-root")
+    course = where / "course"
+    shutil.copytree(graded["course"], course, ignore=shutil.ignore_patterns(
+        "submitted", "autograded", "feedback", "grades.csv", "gradebook.db", ".grading"))
+    folder = where / "hand-ins"
+    blank = released(course, PS2)
+    hand_in(folder, "honest_a", PS2, source_of(PS2))
+    hand_in(folder, "blank", PS2, blank)
+    cases = sandbox_attackers(blank)
+    for student, (ps, nb, *_) in cases.items():
+        hand_in(folder, student, ps, nb)
+    shared = planted_temp_folder(where)
+    home = where / "home"
+    home.mkdir()
+    give(where, user)
+    done = run_as(user, grading_command(course, "grade", str(folder), "--timeout", TIMEOUT), reachable=[where],
+                  env={"HOME": str(home), "TMPDIR": str(shared), "PYTHONIOENCODING": "utf-8"}, cwd=where,
+                  capture_output=True, text=True, timeout=900)
+    grades = read_grades(course / "grades.csv") if (course / "grades.csv").is_file() else {}
+    return {"result": done, "grades": grades, "cases": cases, "course": course, "user": user, "tmp": shared}
+
+
+def test_without_root_the_batch_finishes_and_no_attack_gains_a_point(graded_without_root):
+    run = graded_without_root
+    printed = run["result"].stdout + run["result"].stderr
+    assert run["result"].returncode == 0, printed[-5000:]
+    assert "not running as root" in printed and "Sandboxes: each sandbox as your user in a user namespace" in printed
+    assert run["grades"] == {("honest_a", PS2): FULL, ("blank", PS2): 0, ("escaper", PS2): 0, ("lingerer", PS2): 0}
+    assert student_lines(run["result"].stdout, "honest_a")[1:] == [], "notes on an honest submission"
+
+
+def test_without_root_no_sandbox_makes_a_user_namespace_or_a_key_or_writes_past_its_limits(graded_without_root):
+    course = graded_without_root["course"]
+    page = html.unescape((course / "feedback" / "escaper" / PS2 / f"{PS2}.html").read_text(encoding="utf-8"))
+    assert "HOLE" not in page, page[-3000:]
+    for verdict in ("user namespace: refused", "kernel keys: refused", "writable places: full /job",
+                    "writable places: full /dev/shm", "writable places: refused /"):
+        assert verdict in page, f"no {verdict!r} in the feedback of the escaper"
+    assert (course.parent / "victim.txt").read_text(encoding="utf-8") == VICTIM
+    assert identities.processes_of(graded_without_root["user"].pw_uid) == [], "a process of a sandbox is left"

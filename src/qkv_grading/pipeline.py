@@ -6,6 +6,7 @@ Run from the repository (``make release``, ``make grade SUBMISSIONS=...``) or di
     python -m qkv_grading grade SUBMISSIONS            # a folder submitted/<student>/<ps>/ or a platform's .zip
     python -m qkv_grading collect SUBMISSIONS          # only copy or unzip into exercises/submitted/
     python -m qkv_grading export                       # only write exercises/grades.csv from the gradebook
+    python -m qkv_grading certificates [FOLDER]        # the certificates of a Dask cluster (TLS both ways)
 
 ``grade`` collects the hand-ins (:mod:`qkv_grading.collect`), then grades each one in
 two steps:
@@ -13,7 +14,8 @@ two steps:
 1. the pure step, in a sandbox (:mod:`qkv_grading.sandbox`): the submission's cells run
    with the givens of the variant of the id it is filed under, and the answers come
    back as JSON. Submissions run side by side on the local cores, or on the workers
-   of a Dask cluster (``--dask ADDRESS``);
+   of a Dask cluster over TLS with certificates both ways (``--dask tls://ADDRESS``,
+   :mod:`qkv_grading.cluster`);
 2. the trusted step, in this process only, as each result arrives: every check judged
    by qkv (:mod:`qkv_grading.judging`), the points written to nbgrader's gradebook
    (:mod:`qkv_grading.gradebook`), the autograded notebook and the feedback page
@@ -45,7 +47,7 @@ from qkv_exercises.problem_sets import order as problem_set_order
 
 from . import collect as collecting
 from . import feedback as feedbacks
-from . import gradebook, jobs, judging, sandbox
+from . import cluster, gradebook, jobs, judging, private_files, sandbox
 from .collect import Submission
 from .journal import Journal, result_key
 
@@ -83,6 +85,11 @@ class Course:
 
     def feedback(self, student: str, problem_set: str) -> Path:
         return self.root / "feedback" / student / problem_set
+
+    @property
+    def cluster_folder(self) -> Path:
+        """Where ``certificates`` puts the cluster's certificates by default (the grader's stay here)."""
+        return self.root / ".grading" / "cluster"
 
 
 def nbgrader_env() -> dict[str, str]:
@@ -289,12 +296,16 @@ def _ensure_released(course: Course, plans: list[jobs.Plan], out: Printer) -> No
         release(course, out, stale)
 
 
-def run_jobs(tasks: list[Task], limits: sandbox.Limits, workers: int, dask: str | None) -> Iterator[tuple[Task, dict]]:
-    """Run the tasks' jobs (the pure step) and yield each with its result as it finishes."""
+def run_jobs(tasks: list[Task], limits: sandbox.Limits, workers: int, dask: str | None,
+             certificates: Path | None = None) -> Iterator[tuple[Task, dict]]:
+    """Run the tasks' jobs (the pure step) and yield each with its result as it finishes: in
+    sandboxes on this machine, or on the Dask cluster at ``dask`` with the grader's ``certificates``."""
     if not tasks:
         return
     if dask:
-        yield from _run_on_dask(tasks, limits, dask)
+        jobs_out = [(t.key, t.job) for t in tasks]
+        for index, result in cluster.run_jobs(jobs_out, limits.as_dict(), dask, certificates):
+            yield tasks[index], result
         return
     sandbox.STOP.clear()
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
@@ -313,19 +324,6 @@ def _result_of(future) -> dict:
         return future.result()
     except Exception as err:  # the machinery failed (not the submission): reported, never graded as 0
         return {"lines": [], "error": f"{type(err).__name__}: {str(err)[:300]}"}
-
-
-def _run_on_dask(tasks: list[Task], limits: sandbox.Limits, address: str) -> Iterator[tuple[Task, dict]]:
-    from distributed import Client, as_completed
-
-    with Client(address, timeout=30) as client:
-        futures = {client.submit(sandbox.run_job, t.job, limits.as_dict(), key=f"qkv-grade-{t.key}", pure=False): t
-                   for t in tasks}
-        try:
-            for future in as_completed(futures):
-                yield futures[future], _result_of(future)
-        finally:
-            client.cancel(list(futures))
 
 
 class Progress:
@@ -351,17 +349,25 @@ class Progress:
 
 
 def grade(course: Course, submissions: Path, *, problem_set: str | None = None, timeout: float | None = None,
-          workers: int | None = None, dask: str | None = None, fresh: bool = False, progress_bar: bool | None = None,
-          out: Printer = print) -> list[Submission]:
+          workers: int | None = None, dask: str | None = None, certificates: Path | None = None, fresh: bool = False,
+          progress_bar: bool | None = None, out: Printer = print) -> list[Submission]:
     """Collect, grade (sandbox, then judge), write the gradebook, feedback and ``grades.csv``; print a summary."""
     started = time.perf_counter()
-    if not dask:
+    if dask:
+        certificates = Path(certificates) if certificates else course.cluster_folder / "grader"
+        try:
+            cluster.check_address(dask)
+            cluster.role_files(certificates, "grader")
+        except cluster.ClusterError as err:
+            raise GradingError(str(err)) from None
+    else:
         try:
             sandbox.check_available()
         except sandbox.SandboxUnavailable as err:
             raise GradingError(str(err)) from None
         if not sandbox.privileged():
             out(f"Note: {sandbox.weaker_without_root()}.")
+        out(f"Sandboxes: {sandbox.isolation()}.")
     subs = collect(course, submissions, problem_set, out)
     if not subs:
         out("Nothing to grade.")
@@ -402,7 +408,7 @@ def grade(course: Course, submissions: Path, *, problem_set: str | None = None, 
             # no other notebook's load (a fork bomb next to it) can cost it marks.
             again = []
             for rerun, batch in ((False, tasks), (True, again)):
-                for task, result in run_jobs(batch, limits, 1 if rerun else workers, dask):
+                for task, result in run_jobs(batch, limits, 1 if rerun else workers, dask, certificates):
                     if result.get("error") and not result.get("lines"):
                         failed_machinery += 1
                         task.sub.gradable = False
@@ -507,6 +513,23 @@ def _summary(subs: list[Submission], seconds: float, out: Printer) -> None:
         "(0 points, or not graded when the fault is the course's or the machine's).")
 
 
+# --------------------------------------------------------------------------- a cluster's certificates
+
+
+def make_certificates(course: Course | None, folder: Path | None, hosts: tuple[str, ...],
+                      out: Printer = print) -> Path:
+    """Make the cluster's authority and certificates (:func:`cluster.make_certificates`) in ``folder``
+    (default: the course's) and say where each goes."""
+    folder = Path(folder) if folder else course.cluster_folder
+    made = cluster.make_certificates(folder, hosts)
+    out(f"Certificates of a Dask cluster written to {shown(folder)}/ (each folder private to you; the authority's "
+        "key is not kept):")
+    out(f"  {shown(made['scheduler'])}/  copy to the scheduler's machine")
+    out(f"  {shown(made['worker'])}/  copy to each worker's machine, readable by the workers' user only")
+    out(f"  {shown(made['grader'])}/  stays here: grade --dask tls://HOST:8786 uses it")
+    return folder
+
+
 # --------------------------------------------------------------------------- command line
 
 
@@ -524,23 +547,36 @@ def main(argv: list[str] | None = None) -> int:
                              help="seconds each notebook may run (default: c.Sandbox.notebook_seconds, 60)")
             sub.add_argument("--workers", type=int, help="sandboxes side by side (default: the number of cores)")
             sub.add_argument("--dask", metavar="ADDRESS",
-                             help="run the sandboxes on the workers of this Dask scheduler (tcp://host:8786)")
+                             help="run the sandboxes on the workers of this Dask scheduler (tls://host:8786)")
+            sub.add_argument("--certificates", type=Path, metavar="FOLDER",
+                             help="the grader's certificates for --dask (default: .grading/cluster/grader/ of the "
+                                  "course)")
             sub.add_argument("--fresh", action="store_true", help="run every submission again, ignoring the journal")
     commands.add_parser("export", help="write grades.csv from the gradebook")
+    certificates = commands.add_parser("certificates", help="make the certificates of a Dask cluster (TLS both ways)")
+    certificates.add_argument("folder", type=Path, nargs="?",
+                              help="a new folder for them (default: .grading/cluster/ of the course)")
+    certificates.add_argument("--host", action="append", default=[],
+                              help="a name or address of a machine of the cluster, recorded in the certificates")
     args = parser.parse_args(argv)
     out = lambda line: print(line, flush=True)  # noqa: E731
     try:
+        if args.command == "certificates" and args.folder:  # needs no course folder
+            cluster_folder = make_certificates(None, args.folder, tuple(args.host), out)
+            return 0 if cluster_folder else 1
         course = Course(args.course)
         if args.command == "release":
             release(course, out)
         elif args.command == "grade":
             grade(course, args.submissions, problem_set=args.problem_set, timeout=args.timeout, workers=args.workers,
-                  dask=args.dask, fresh=args.fresh, out=out)
+                  dask=args.dask, certificates=args.certificates, fresh=args.fresh, out=out)
+        elif args.command == "certificates":
+            make_certificates(course, args.folder, tuple(args.host), out)
         elif args.command == "collect":
             collect(course, args.submissions, args.problem_set, out)
         elif args.command == "export":
             export(course, out)
-    except (GradingError, ValueError) as err:
+    except (GradingError, ValueError, cluster.ClusterError, private_files.UnsafeLocation) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
