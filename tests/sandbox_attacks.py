@@ -8,8 +8,6 @@ the two bounded tmpfs folders or past their sizes, and what a sandbox leaves for
 
 from __future__ import annotations
 
-import json
-
 ATTACKS = {
     "user namespace": (
         "import ctypes, subprocess\nlibc = ctypes.CDLL(None, use_errno=True)\n"
@@ -54,20 +52,24 @@ ATTACKS = {
 
 
 def job(*names: str) -> dict:
-    return {"cells": [{"id": i, "run": ATTACKS[name]} for i, name in enumerate(names)], "givens": {}}
+    return {"problem_set": "ps0", "givens": {}, "display_methods": [],
+            "cells": [{"id": i, "run": ATTACKS[name]} for i, name in enumerate(names)]}
 
 
-def printed(result: dict) -> list[str]:
-    """The lines the cells printed (stdout), from the runner's records."""
-    text = ""
-    for line in result["lines"]:
-        record = json.loads(line)
-        for output in record.get("outputs", []):
-            text += output.get("text", "") if output.get("kind") in ("stdout", "stderr", "error") else ""
+def printed(data: bytes) -> list[str]:
+    """The lines the cells printed, from the run record's bytes (:mod:`qkv_grading.run_record`)."""
+    from qkv_grading import run_record
+
+    record = run_record.decode(data)
+    text = "".join(o.text for c in record.cells for o in c.outputs if o.kind in ("stdout", "stderr", "error"))
     return text.splitlines()
+
+
+def status(data: bytes) -> str:
+    from qkv_grading import run_record
+
+    return run_record.decode(data).status
 
 
 def holes(lines: list[str]) -> list[str]:
     return [line for line in lines if "HOLE" in line]
-
-

@@ -34,10 +34,9 @@ from __future__ import annotations
 import contextlib
 import datetime
 import ipaddress
-import json
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from . import private_files
@@ -183,19 +182,16 @@ def security(folder: Path | str, role: str = "grader"):
 
 
 def run_on_worker(job: dict, limits: dict) -> bytes:
-    """What a worker runs for one job: :func:`qkv_grading.sandbox.run_job`, its result as bytes (JSON).
+    """What a worker runs for one job: :func:`qkv_grading.sandbox.run_job`, whose run record is bytes.
 
     Never raises: an exception would travel back pickled, and the grader reads no pickle.
     """
-    from . import sandbox
+    from . import run_record, sandbox
 
     try:
-        result = sandbox.run_job(job, limits)
+        return bytes(sandbox.run_job(job, limits))
     except Exception as err:  # the worker's machinery failed, not the submission
-        result = sandbox._not_started(f"the worker failed: {type(err).__name__}: {str(err)[:300]}")
-    if isinstance(result, bytes):
-        return result
-    return json.dumps(result, ensure_ascii=False).encode("utf-8", "replace")
+        return run_record.failed(f"the worker failed: {type(err).__name__}: {str(err)[:300]}")
 
 
 # --------------------------------------------------------------------------- the grader's side
@@ -243,19 +239,16 @@ class _PlainText(logging.Filter):
         return True
 
 
-def decode(data, limit_bytes: int) -> dict:
-    """A worker's answer as the result of :func:`sandbox.run_job`: bytes of a JSON object, at most ``limit_bytes``."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        return {"lines": [], "error": f"a worker sent {type(data).__name__}, not bytes"}
+def received(data, limit_bytes: int) -> bytes:
+    """What a worker sent, if it is bytes of at most ``limit_bytes`` (decoded later as a run record, within
+    bounds, by :func:`qkv_grading.run_record.decode`); else a ``sandbox_failed`` record saying what came."""
+    from . import run_record
+
+    if not isinstance(data, bytes):
+        return run_record.failed(f"a worker of the cluster sent {type(data).__name__}, not bytes")
     if len(data) > limit_bytes:
-        return {"lines": [], "error": f"a worker sent {len(data)} bytes, more than the {limit_bytes} a result may have"}
-    try:
-        result = json.loads(bytes(data).decode("utf-8"))
-    except (ValueError, RecursionError) as err:
-        return {"lines": [], "error": f"a worker sent bytes that are not a result: {str(err)[:200]}"}
-    if not isinstance(result, dict) or not isinstance(result.get("lines", []), list):
-        return {"lines": [], "error": "a worker sent JSON that is not a result"}
-    return result
+        return run_record.failed(f"a worker of the cluster sent {len(data)} bytes, more than a record may have")
+    return data
 
 
 def check_address(address: str) -> None:
@@ -264,18 +257,22 @@ def check_address(address: str) -> None:
                            "on a cluster only over TLS with certificates; see the instructors' page")
 
 
-def run_jobs(jobs: list[tuple[str, dict]], limits: dict, address: str,
-             certificates: Path | str) -> Iterator[tuple[int, dict]]:
-    """Run each ``(key, job)`` on the cluster at ``address``; yield ``(index in jobs, result)`` as each finishes.
+def run_jobs(tasks: Iterable, limits: dict, address: str, certificates: Path | str) -> Iterator[tuple[object, bytes]]:
+    """Run each task's job (``task.key``, ``task.job``) on the cluster at ``address``; yield ``(task, record
+    bytes)`` as each finishes.
 
     ``certificates`` is the grader's folder (``ca.pem``, ``grader.pem``, ``grader-key.pem``).
-    Results are read straight from the workers with msgpack, under :func:`refusing_pickles`.
+    ``tasks`` is read only as the cluster's threads come free (two jobs ahead per thread), and
+    each job is dropped once sent. Results are read straight from the workers with msgpack,
+    under :func:`refusing_pickles`; a failure of the cluster is a ``sandbox_failed`` record.
     """
     from distributed import Client, as_completed
 
+    from . import run_record
+
     check_address(address)
     secure = security(certificates, "grader")
-    limit_bytes = int(limits.get("answer_bytes", 64 << 20)) + (1 << 20)
+    limit_bytes = int(limits.get("answer_bytes", 64 << 20)) + (4 << 20)
     plain = _PlainText()
     handlers = [h for name in ("distributed", "") for h in logging.getLogger(name or None).handlers]
     for handler in handlers:
@@ -283,18 +280,32 @@ def run_jobs(jobs: list[tuple[str, dict]], limits: dict, address: str,
     try:
         with refusing_pickles(), Client(address, security=secure, timeout=30, serializers=["msgpack"],
                                         deserializers=["msgpack"], direct_to_workers=True) as client:
-            futures = {client.submit(run_on_worker, job, limits, key=f"qkv-grade-{key}", pure=False): i
-                       for i, (key, job) in enumerate(jobs)}
+            tasks, running, queue = iter(tasks), {}, as_completed()
+            ahead = 2 * max(1, sum(client.nthreads().values()))
+
+            def submit() -> bool:
+                task = next(tasks, None)
+                if task is None:
+                    return False
+                future = client.submit(run_on_worker, task.job, limits, key=f"qkv-grade-{task.key}", pure=False)
+                running[future], task.job = task, None
+                queue.add(future)
+                return True
+
+            while len(running) < ahead and submit():
+                pass
             try:
-                for future in as_completed(futures):
+                for future in queue:
+                    task = running.pop(future)
                     try:
-                        data = future.result()
+                        data = received(future.result(), limit_bytes)
                     except Exception as err:  # the cluster failed (a worker lost, a refused message)
-                        yield futures[future], {"lines": [], "error": f"the cluster failed: {type(err).__name__}"}
-                        continue
-                    yield futures[future], decode(data, limit_bytes)
+                        data = run_record.failed(f"the cluster failed: {type(err).__name__}")
+                    future.release()
+                    submit()
+                    yield task, data
             finally:
-                client.cancel(list(futures))
+                client.cancel(list(running))
     finally:
         for handler in handlers:
             handler.removeFilter(plain)

@@ -16,15 +16,24 @@ import ssl
 import stat
 import subprocess
 import sys
+from dataclasses import dataclass
 
 import psutil
 import pytest
 
-from qkv_grading import cluster, private_files
+from qkv_grading import cluster, private_files, run_record
 
 from ..cluster_support import certificates, tls_cluster
 
 pytestmark = pytest.mark.slow
+
+
+@dataclass
+class Task:
+    """What :func:`cluster.run_jobs` reads of a task: its key and its job."""
+
+    key: str
+    job: dict | None
 
 
 @pytest.fixture(scope="module")
@@ -58,15 +67,17 @@ def test_the_course_command_makes_private_certificates_for_each_part(tmp_path):
 
 
 def test_a_job_runs_on_the_workers_and_comes_back_as_plain_data(running):
-    job = {"cells": [{"id": 0, "run": "import os\nprint(os.getuid())"}], "givens": {}}
-    results = list(cluster.run_jobs([("a", job), ("b", job)], {"notebook_seconds": 30}, running["address"],
+    tasks = [Task(key, {"problem_set": "ps0", "givens": {}, "cells": [{"id": 0, "run": "import os\nprint(os.getuid())"}]})
+             for key in ("a", "b")]
+    results = list(cluster.run_jobs(tasks, {"notebook_seconds": 30}, running["address"],
                                     running["certificates"] / "grader"))
-    assert sorted(i for i, _ in results) == [0, 1]
-    for _, result in results:
-        assert result.get("error") is None and result["exit"] == 0, result
+    assert sorted(task.key for task, _ in results) == ["a", "b"]
+    for _, data in results:
+        assert isinstance(data, bytes)
+        record = run_record.decode(data)
+        assert record.status == "finished", record
         if running["user"] is not None:  # the workers' unprivileged user ran the sandbox
-            uid = json.loads(result["lines"][1])["outputs"][0]["text"].strip()
-            assert uid == str(running["user"].pw_uid)
+            assert record.cells[0].outputs[0].text.strip() == str(running["user"].pw_uid)
 
 
 def _handshake_without_certificate(port: int) -> str:
@@ -183,21 +194,19 @@ def test_what_a_hostile_peer_with_a_certificate_sends_never_runs_in_the_grading_
     preload.write_text(HOSTILE.format(marker=str(marker)), encoding="utf-8")
     preload.parent.chmod(0o755)
     preload.chmod(0o644)
-    code = ("import json, sys\nfrom qkv_grading import cluster\n"
-            "jobs = [(k, {'cells': [{'id': 0, 'run': run}], 'givens': {}}) for k, run in (('a', 'bomb'), ('b', 'ok'))]\n"
-            "for i, result in cluster.run_jobs(jobs, {'notebook_seconds': 20}, sys.argv[1], sys.argv[2]):\n"
-            "    print('RESULT', i, json.dumps(result))\n")
+    code = ("import sys\nfrom types import SimpleNamespace as Task\nfrom qkv_grading import cluster, run_record\n"
+            "tasks = [Task(key=k, job={'givens': {}, 'cells': [{'id': 0, 'run': run}]}) for k, run in "
+            "(('a', 'bomb'), ('b', 'ok'))]\n"
+            "for task, data in cluster.run_jobs(tasks, {'notebook_seconds': 20}, sys.argv[1], sys.argv[2]):\n"
+            "    try:\n        found = run_record.decode(data).status\n"
+            "    except run_record.RecordRefused as err:\n        found = 'refused'\n"
+            "    print('RESULT', task.key, found)\n")
     with tls_cluster(tmp_path / "hostile", workers=1, preload=preload) as found:
         tried = subprocess.run([sys.executable, "-c", code, found["address"], str(found["certificates"] / "grader")],
                                capture_output=True, text=True, timeout=300)
     assert not marker.exists(), "a pickle from a peer ran in the grading process"
     printed = tried.stdout + tried.stderr
     assert "\x1b[" not in printed, "a peer's terminal escapes reached the console raw"
-    results = {}
-    for line in tried.stdout.splitlines():
-        if line.startswith("RESULT "):
-            _, index, text = line.split(" ", 2)
-            results[int(index)] = json.loads(text)
-    assert set(results) == {0, 1}, printed[-3000:]
-    assert results[0]["error"], "a result that is not bytes is a failure of the cluster, not a grade"
+    results = dict(line.split()[1:] for line in tried.stdout.splitlines() if line.startswith("RESULT "))
+    assert results == {"a": "sandbox_failed", "b": "refused"}, printed[-3000:]
     assert os.geteuid() != 0 or found["user"] is not None

@@ -19,7 +19,7 @@ import pytest
 from qkv_grading import cgroups, identities, sandbox
 
 from ..local_users import GRADER, local_user, run_as
-from ..sandbox_attacks import holes, job, printed
+from ..sandbox_attacks import holes, job, printed, status
 
 pytestmark = pytest.mark.skipif(sandbox.shutil.which("bwrap") is None, reason="needs bubblewrap")
 
@@ -67,31 +67,38 @@ def test_two_graders_at_once_never_share_an_identity(tmp_path):
     """Sandboxes of two threads of this process and of another grading process, all at once."""
     if not sandbox.privileged():
         pytest.skip("identities are taken only when grading runs as root")
-    sleeper = {"cells": [{"id": 0, "run": "import os, time\nprint('uid', os.getuid())\ntime.sleep(4)"}],
-               "givens": {}}
-    other = subprocess.Popen([sys.executable, "-c", "import json, sys\nfrom qkv_grading import sandbox\n"
-                              f"print(json.dumps(sandbox.run_job({sleeper!r})))"], stdout=subprocess.PIPE, text=True)
+    sleeper = {"problem_set": "ps0", "givens": {},
+               "cells": [{"id": 0, "run": "import os, time\nprint('uid', os.getuid())\ntime.sleep(4)"}]}
+    other = subprocess.Popen([sys.executable, "-c", "import sys\nfrom qkv_grading import sandbox\n"
+                              f"sys.stdout.buffer.write(sandbox.run_job({sleeper!r}))"], stdout=subprocess.PIPE)
     results = []
     threads = [threading.Thread(target=lambda: results.append(sandbox.run_job(sleeper, LIMITS))) for _ in range(2)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    results.append(json.loads(other.communicate(timeout=120)[0]))
+    results.append(other.communicate(timeout=120)[0])
     uids = [int(printed(r)[0].split()[-1]) for r in results]
     assert len(set(uids)) == 3, uids
 
 
 def test_a_sandbox_is_bounded_in_memory_as_a_whole():
-    """Three processes of 150 MiB each, under the per-process limit but over the sandbox's 320 MiB."""
+    """Three processes of 150 MiB each, under the per-process limit but over the sandbox's 320 MiB together."""
     if not isinstance(cgroups.kind(), cgroups.Hierarchy):
         pytest.skip(f"this machine gives no cgroup for a sandbox ({cgroups.kind()}): memory is bounded per process")
-    hog = ("import os, time\nfor _ in range(2):\n    if os.fork() == 0:\n        break\n"
-           "block = bytearray(150 << 20)\nfor i in range(0, len(block), 4096):\n    block[i] = 1\n"
-           "time.sleep(3)\nprint('HOLE all three held their memory')")
-    result = sandbox.run_job({"cells": [{"id": 0, "run": hog}], "givens": {}}, LIMITS)
-    assert result["memory_exceeded"], result
-    assert not holes(printed(result))
+    hog = ("import os, select, time\nread, write = os.pipe()\nchildren = []\n"
+           "def hold():\n    block = bytearray(150 << 20)\n    for i in range(0, len(block), 4096):\n"
+           "        block[i] = 1\n    return block\n"
+           "for _ in range(2):\n    pid = os.fork()\n    if pid == 0:\n        block = hold()\n"
+           "        os.write(write, b'x')\n        time.sleep(8)\n        os._exit(0)\n    children.append(pid)\n"
+           "block = hold()\nheld = b''\nwhile len(held) < 2 and select.select([read], [], [], 6)[0]:\n"
+           "    held += os.read(read, 2)\n"
+           "alive = [os.waitpid(pid, os.WNOHANG)[0] == 0 for pid in children]\n"
+           "print('HOLE all three held their memory' if len(held) == 2 and all(alive) else 'memory: a process was stopped')")
+    data = sandbox.run_job({"problem_set": "ps0", "givens": {}, "cells": [{"id": 0, "run": hog}]}, LIMITS)
+    lines = printed(data)
+    assert not holes(lines), lines
+    assert status(data) == "killed" or "memory: a process was stopped" in lines, (status(data), lines)
 
 
 @pytest.fixture(scope="module")
@@ -99,15 +106,17 @@ def as_grader():
     """The attacks run by a real unprivileged user (grading without root)."""
     user = local_user(GRADER)
     code = ("import json, sys\nfrom qkv_grading import sandbox\nlimits = sandbox.Limits(**json.loads(sys.argv[1]))\n"
-            "first = sandbox.run_job(json.loads(sys.argv[2]), limits)\n"
-            "second = sandbox.run_job(json.loads(sys.argv[3]), limits)\n"
+            "first = sandbox.run_job(json.loads(sys.argv[2]), limits).decode('ascii')\n"
+            "second = sandbox.run_job(json.loads(sys.argv[3]), limits).decode('ascii')\n"
             "print(json.dumps({'first': first, 'second': second, 'isolation': sandbox.isolation()}))")
     done = run_as(user, [sys.executable, "-c", code, json.dumps(LIMITS.as_dict()),
                          json.dumps(job("user namespace", "kernel keys", "writable places", "left behind")),
                          json.dumps(job("what is left"))], reachable=[], env={"HOME": "/nonexistent"},
                   capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    return {**json.loads(done.stdout.splitlines()[-1]), "uid": user.pw_uid}
+    found = json.loads(done.stdout.splitlines()[-1])
+    return {"first": found["first"].encode("ascii"), "second": found["second"].encode("ascii"),
+            "isolation": found["isolation"], "uid": user.pw_uid}
 
 
 def test_without_root_no_user_namespace_key_or_writable_place_outside_the_limits(as_grader):
