@@ -35,6 +35,8 @@ def local_user(name: str) -> pwd.struct_passwd:
     if os.geteuid() != 0:
         pytest.skip("needs root, to make a local user (CI runs as root)")
     missing = [tool for tool in ("useradd", "unshare", "setpriv", "mount") if shutil.which(tool) is None]
+    if not os.path.isdir("/mnt"):
+        missing.append("/mnt")
     if missing:
         pytest.skip(f"needs {', '.join(missing)} to run commands as another local user")
     try:
@@ -80,7 +82,8 @@ def blocked_folders(paths: list[Path], user: pwd.struct_passwd) -> list[Path]:
 
 MOUNT_SCRIPT = r"""
 set -eu
-stash=$(mktemp -d)
+stash=/mnt  # a tmpfs of this namespace alone, where the folders to reach wait while their parents are covered
+mount -t tmpfs -o mode=0700,size=1m qkv-stash "$stash"
 n=0
 for path in $REACHABLE; do n=$((n + 1)); mkdir "$stash/$n"; mount --bind "$path" "$stash/$n"; done
 for folder in $BLOCKED; do mount -t tmpfs -o mode=0755,size=1m tmpfs "$folder"; done

@@ -33,6 +33,7 @@ import os
 import shutil
 import socket
 import sqlite3
+import subprocess
 import threading
 
 import numpy as np
@@ -40,6 +41,7 @@ import pytest
 
 from qkv import examples
 from qkv_grading import identities
+from qkv_grading.pipeline import nbgrader_env
 from qkv_exercises.checking import format_number
 from qkv_exercises.checks import seed_for
 from qkv_exercises.identity import student_variant
@@ -261,9 +263,17 @@ def graded(tmp_path_factory):
     before = {str(p): _digest(p) for p in watched}
     sources_before = sorted(p.name for p in (course / "source" / PS2).iterdir())
     shared_tmp = planted_temp_folder(course.parent)
+    other = another_course(course, tmp_path_factory.mktemp("another-course"))
     runs = []
     for extra in ((), ("--fresh",)):
+        beside = None if extra else subprocess.Popen(  # another course graded at the same time, on the same machine
+            grading_command(other["course"], "grade", str(other["folder"]), "--timeout", TIMEOUT),
+            cwd=other["course"].parent, env=nbgrader_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         result = grading(course, "grade", str(folder), "--timeout", TIMEOUT, *extra, env={"TMPDIR": str(shared_tmp)})
+        if beside is not None:
+            out, err = beside.communicate(timeout=900)
+            other["result"] = subprocess.CompletedProcess(beside.args, beside.returncode, out, err)
+            other["grades"] = read_grades(other["course"] / "grades.csv")
         grades = read_grades(course / "grades.csv") if (course / "grades.csv").is_file() else {}
         pages = {p.parent.parent.name + "/" + p.parent.name: p.read_text(encoding="utf-8")
                  for p in (course / "feedback").glob("*/*/*.html")}
@@ -271,7 +281,20 @@ def graded(tmp_path_factory):
                      "classmate": (course / "submitted" / "honest_a" / PS2 / f"{PS2}.ipynb").read_bytes()})
     listener.close()
     return {"course": course, "cases": cases, "runs": runs, "before": before, "watched": watched,
-            "sources_before": sources_before, "folder": folder, "accepted": listener.accepted, "tmp": shared_tmp}
+            "sources_before": sources_before, "folder": folder, "accepted": listener.accepted, "tmp": shared_tmp,
+            "other": other, "left_over": sandbox_processes()}
+
+
+def another_course(course, where) -> dict:
+    """A second course (a copy of the released one) with a class of its own: an honest student and two
+    who attack the sandbox."""
+    other = where / "course"
+    shutil.copytree(course, other, ignore=shutil.ignore_patterns("submitted", "autograded", "feedback", ".grading"))
+    folder = where / "hand-ins"
+    hand_in(folder, "honest_c", PS2, source_of(PS2))
+    for student, (ps, nb, *_) in sandbox_attackers(released(other, PS2)).items():
+        hand_in(folder, student, ps, nb)
+    return {"course": other, "folder": folder}
 
 
 VICTIM = "the instructor's own file"
@@ -348,7 +371,7 @@ def test_no_file_of_the_course_or_the_repository_was_changed(graded):
 
 
 def test_no_process_of_a_sandbox_is_left_and_no_connection_was_made(graded):
-    assert sandbox_processes() == {}
+    assert graded["left_over"] == {} and sandbox_processes() == {}
     assert graded["accepted"] == 0
     leaker = graded["runs"][0]["pages"][f"leaker/{PS2}"]
     assert "CONNECTED-OK" not in html.unescape(leaker) and "no network: " in html.unescape(leaker)
@@ -522,3 +545,14 @@ def test_without_root_no_sandbox_makes_a_user_namespace_or_a_key_or_writes_past_
         assert verdict in page, f"no {verdict!r} in the feedback of the escaper"
     assert (course.parent / "victim.txt").read_text(encoding="utf-8") == VICTIM
     assert identities.processes_of(graded_without_root["user"].pw_uid) == [], "a process of a sandbox is left"
+
+
+def test_another_course_graded_at_the_same_time_is_graded_right_and_shares_nothing(graded):
+    """Two graders as root at once take their sandboxes' identities from one registry: neither class
+    is harmed, and nothing of either is left (the tests of qkv_grading.identities show no uid is shared)."""
+    other = graded["other"]
+    assert other["result"].returncode == 0, (other["result"].stdout + other["result"].stderr)[-5000:]
+    assert other["grades"] == {("honest_c", PS2): FULL, ("escaper", PS2): 0, ("lingerer", PS2): 0}
+    assert graded["runs"][0]["grades"][("honest_a", PS2)] == FULL
+    page = html.unescape((other["course"] / "feedback" / "escaper" / PS2 / f"{PS2}.html").read_text(encoding="utf-8"))
+    assert "HOLE" not in page and "kernel keys: refused" in page

@@ -32,10 +32,11 @@ from __future__ import annotations
 import functools
 import os
 import secrets
-import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from . import identities
 
 CONTROLLERS = ("memory", "pids")
 # bwrap's own processes in the group: its parent outside the sandbox and its reaper inside.
@@ -203,14 +204,7 @@ class SandboxGroup:
                 (self.folders[0] / "cgroup.kill").write_text("1")
             except OSError:
                 pass
-        deadline = time.monotonic() + 10
-        while (left := self.processes()) and time.monotonic() < deadline:
-            for pid in left:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            time.sleep(0.02)
+        identities.end_processes(self.processes, seconds=10)
         for folder in self.folders:
             for _ in range(100):
                 try:

@@ -28,6 +28,7 @@ import os
 import random
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from . import private_files
@@ -66,16 +67,22 @@ def processes_of(uid: int) -> list[int]:
     return found
 
 
-def end_processes_of(uid: int, seconds: float = 5) -> None:
-    """End (SIGKILL) every process of ``uid``, and wait until they are gone."""
+def end_processes(find: Callable[[], list[int]], seconds: float = 5) -> None:
+    """End (SIGKILL) every process that ``find()`` lists, again and again until it lists none (or
+    ``seconds`` pass): a process may start another before it is ended."""
     deadline = time.monotonic() + seconds
-    while (left := processes_of(uid)) and time.monotonic() < deadline:
+    while (left := find()) and time.monotonic() < deadline:
         for pid in left:
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
         time.sleep(0.02)
+
+
+def end_processes_of(uid: int, seconds: float = 5) -> None:
+    """End every process of ``uid``, and wait until they are gone."""
+    end_processes(lambda: processes_of(uid), seconds)
 
 
 class Identity:
@@ -133,8 +140,10 @@ def leftover_processes(registry: Path = REGISTRY) -> dict[int, list[int]]:
                 running.setdefault(uid, []).append(int(entry.name))
     if not running:
         return {}
+    if not registry.exists():
+        return running  # no grader ever took an identity here: whatever runs under one is not a sandbox's
     left = {}
-    folder = private_files.open_folder(registry)
+    folder = private_files.open_folder(registry, create=False)
     try:
         for uid in running:
             fd = private_files.open_file(folder, _lock_name(uid))

@@ -86,12 +86,7 @@ def open_folder(path: Path | str, *, create: bool = True) -> int:
         info = os.lstat(path) if os.path.lexists(path) else None
         found = _describe(info) if info else "missing"
         raise UnsafeLocation(f"{path} is {found}, not a folder the grader can use ({err.strerror})") from None
-    try:
-        check_private(os.fstat(fd), path, folder=True)
-    except UnsafeLocation:
-        os.close(fd)
-        raise
-    return fd
+    return _checked(fd, path, folder=True)
 
 
 def open_file(folder_fd: int, name: str, *, create: bool = True, label: str | None = None) -> int:
@@ -103,8 +98,13 @@ def open_file(folder_fd: int, name: str, *, create: bool = True, label: str | No
         fd = os.open(name, flags, 0o600, dir_fd=folder_fd)
     except OSError as err:
         raise UnsafeLocation(f"{where} cannot be opened as a file of the grader's ({err.strerror})") from None
+    return _checked(fd, where, folder=False)
+
+
+def _checked(fd: int, path: Path | str, *, folder: bool) -> int:
+    """``fd``, once :func:`check_private` passes on what it is open on (else it is closed, and the error raised)."""
     try:
-        check_private(os.fstat(fd), where, folder=False)
+        check_private(os.fstat(fd), path, folder=folder)
     except UnsafeLocation:
         os.close(fd)
         raise
