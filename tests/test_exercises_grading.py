@@ -145,15 +145,34 @@ def test_feedback_loads_nothing_from_another_host(broken_batch):
         assert (page.parent / script).resolve().is_file(), f"{script} does not exist next to the feedback"
 
 
+INTRUDER = """
+import sys, time
+from distributed import Client
+for attempt in range(30):
+    try:
+        client = Client(sys.argv[1], timeout=3)
+        print("CONNECTED", client.submit(sum, [1, 2]).result(timeout=5), list(client.who_has()), flush=True)
+    except Exception as err:
+        print("refused", type(err).__name__, flush=True)
+    time.sleep(0.5)
+"""
+
+
 def test_a_tls_dask_cluster_of_two_workers_gives_the_same_grades(broken_batch, tmp_path):
     """The same class graded again on a Dask cluster over TLS (a scheduler and two workers on 127.0.0.1,
     the workers as an unprivileged user, set up as the instructors' page says)."""
     course, _, folder = broken_batch
     with tls_cluster(tmp_path / "cluster") as cluster:
+        # Meanwhile a peer without a certificate keeps trying to join, submit work and read results.
+        intruder = subprocess.Popen([sys.executable, "-c", INTRUDER, cluster["address"]], stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, text=True)
         result = grading(course, "grade", str(folder), "--timeout", "30", "--fresh", "--dask", cluster["address"],
                          "--certificates", str(cluster["certificates"] / "grader"))
+        intruder.terminate()
+        tried = intruder.communicate(timeout=60)[0]
     assert result.returncode == 0, result.stdout + result.stderr
     assert "on the Dask cluster at tls://127.0.0.1:" in result.stdout
+    assert "refused" in tried and "CONNECTED" not in tried, tried
     grades = {s: score for (s, ps), score in read_grades(course / "grades.csv").items() if ps == PS2}
     assert grades == EXPECTED, result.stdout
 

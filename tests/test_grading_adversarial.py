@@ -163,9 +163,11 @@ def attacks(course, listener_port) -> dict:
             f"subprocess.Popen(['sh', '-c', 'sleep 20; echo tampered > {course / 'grades.csv'}'],"
             " start_new_session=True)\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(600)\n"
             "scores_q1 = None")}), {}, 0, []),
-        "sleeper": (PS2, with_cells(solution, {g: "import time\ntime.sleep(10)\n" + _answer(solution, g)
-                                               for g in _answers(solution)}),
-                    {}, None, ["ran past its time limit of 12 s"]),
+        # Its first answer comes at once, every later one after 30 s asleep: whatever the machine's load
+        # (another course is graded beside this class), the first is in time and no other is.
+        "sleeper": (PS2, with_cells(solution, {g: ("import time\ntime.sleep(30)\n" if i else "") + _answer(solution, g)
+                                               for i, g in enumerate(_answers(solution))}),
+                    {}, 1, ["ran past its time limit of 12 s"]),
         "forkbomb": (PS2, with_cells(blank, {"answer_scores_q1": (
             "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass")}),
             {}, 0, ["ran past its time limit"]),
