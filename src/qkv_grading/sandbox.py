@@ -1,9 +1,9 @@
 """The grading sandbox: run one submission's cells in bubblewrap, with nothing of the course in view.
 
 :func:`run_job` is the pure step of grading: a function of plain data (the job that
-:mod:`qkv_grading.jobs` builds, and the :class:`Limits`) that returns plain data (the
-lines the runner wrote), so that it runs the same in a thread, in another process or
-on a Dask worker. It starts ``bwrap`` (Debian's ``bubblewrap``) with:
+:mod:`qkv_grading.jobs` builds, and the :class:`Limits`) that returns plain bytes (the
+run record, :mod:`qkv_grading.run_record`), so that it runs the same in a thread, in
+another process or on a Dask worker. It starts ``bwrap`` (Debian's ``bubblewrap``) with:
 
 - the base Python (``sys.base_prefix``) and ``/usr`` read-only, the base Python's own
   ``site-packages`` hidden;
@@ -15,7 +15,9 @@ on a Dask worker. It starts ``bwrap`` (Debian's ``bubblewrap``) with:
   bwrap through descriptors (nothing is written to a shared folder for them);
 - writable, and bounded in size, only: ``/job``, its working folder (``workspace``), and
   ``/dev/shm`` (``shared_memory``), two empty tmpfs of its own. Everything else (``/``,
-  ``/dev``, ``/sandbox``) is read-only, as root and without root alike;
+  ``/dev``, ``/sandbox``) is read-only, as root and without root alike; the job comes in
+  on standard input one cell at a time, the answers go out on standard output
+  (:mod:`qkv_grading.channel`);
 - no network (a network namespace of its own), its own process, IPC and host-name
   namespaces, a new session (no terminal to write into);
 - a seccomp filter (:mod:`qkv_grading.syscall_filter`): no user namespace of its own (where
@@ -46,11 +48,8 @@ import contextlib
 import functools
 import hashlib
 import importlib.metadata
-import json
 import os
-import selectors
 import shutil
-import signal
 import subprocess
 import sys
 import sysconfig
