@@ -28,7 +28,7 @@ from .grouped import grouped_query_attention, grouped_query_self_attention, kv_h
 from .relative_position import alibi_bias, alibi_slopes, attention_with_bias, relative_position_bucket
 from .relative_position import rope_decay_bound, t5_position_bias
 from .patterns import global_tokens_mask, path_length, sliding_window_mask, strided_mask
-from .linear_attention import elu_feature_map, kernel_attention, linear_attention, positive_random_features
+from .linearised import elu_feature_map, kernel_attention, linear_attention, positive_random_features
 
 __all__ = [
     "softmax",

@@ -34,20 +34,22 @@ from .validate import (
 class KVCache:
     """The keys and values of the ``t`` tokens decoded so far.
 
-    ``K`` has shape ``(..., t, d_k)`` and ``V`` ``(..., t, d_v)``, one row per token in the
-    order they were written (``...``: the key/value heads, and a batch). The arrays are
-    stored read-only; :meth:`append` returns a new cache one row longer.
+    ``K`` has shape ``(..., t, d_k)`` and ``V`` ``(..., t, d_v)``, one row per token
+    in the order they were written (``...``: the key/value heads, and a batch). The
+    arrays are stored read-only; :meth:`append` returns a new cache one row longer.
     """
 
     K: np.ndarray
     V: np.ndarray
 
     def __post_init__(self):
-        K, V = as_real_array("K", self.K, min_ndim=2), as_real_array("V", self.V, min_ndim=2)
+        K = as_real_array("K", self.K, min_ndim=2)
+        V = as_real_array("V", self.V, min_ndim=2)
         if K.shape[:-1] != V.shape[:-1]:
             raise ValueError(
-                f"the cache's K has shape {shape_str(K.shape)} and V {shape_str(V.shape)}; "
-                "they need the same leading axes and one value row per key row"
+                f"the cache's K has shape {shape_str(K.shape)} and V "
+                f"{shape_str(V.shape)}; they need the same leading axes and one "
+                "value row per key row"
             )
         for name, value in (("K", K), ("V", V)):
             value = value.copy()
@@ -69,38 +71,43 @@ class KVCache:
 
 
 def decode_step(q, k, v, cache=None):
-    r"""One step of decoding: the new token joins the cache, then its query reads the cache.
+    r"""One decoding step: the new token joins the cache, then its query reads it.
 
     .. math::
         K_{1:t} = \begin{bmatrix} K_{1:t-1} \\ k_t \end{bmatrix},\quad
         V_{1:t} = \begin{bmatrix} V_{1:t-1} \\ v_t \end{bmatrix},\qquad
-        o_t = \mathrm{softmax}\!\left(\frac{q_t K_{1:t}^\top}{\sqrt{d_k}}\right) V_{1:t}
+        o_t = \mathrm{softmax}\!\left(\frac{q_t K_{1:t}^\top}{\sqrt{d_k}}\right)
+              V_{1:t}
 
-    The key and value of token ``t`` are added *before* its query attends: a token may attend
-    to itself, as the causal mask allows. No mask is needed, since the cache holds no later
-    token. With ``h`` query heads over ``g`` cached key/value heads (axis -3), query head ``i``
-    reads cached head ``i // (h / g)``, as in :func:`qkv.grouped_query_attention`.
+    The key and value of token ``t`` are added *before* its query attends: a token may
+    attend to itself, as the causal mask allows. No mask is needed, since the cache
+    holds no later token. With ``h`` query heads over ``g`` cached key/value heads
+    (axis -3), query head ``i`` reads cached head ``i // (h / g)``, as in
+    :func:`qkv.grouped_query_attention`.
 
     Args:
-        q: the new token's query, shape ``(..., 1, d_k)``; ``(..., h, 1, d_k)`` with heads.
+        q: the new token's query, shape ``(..., 1, d_k)``; ``(..., h, 1, d_k)`` with
+            heads.
         k: its key, shape ``(..., 1, d_k)``; ``(..., g, 1, d_k)`` with heads.
         v: its value, shape ``(..., 1, d_v)``; ``(..., g, 1, d_v)`` with heads.
-        cache: the :class:`KVCache` of the ``t - 1`` tokens before it, or None at the first
-            token.
+        cache: the :class:`KVCache` of the ``t - 1`` tokens before it, or None at the
+            first token.
 
     Returns:
-        ``(output, weights, cache)``: ``o_t`` of shape ``(..., 1, d_v)``, the weights over the
-        ``t`` cached tokens ``(..., 1, t)`` and the cache of ``t`` tokens.
+        ``(output, weights, cache)``: ``o_t`` of shape ``(..., 1, d_v)``, the
+        weights over the ``t`` cached tokens ``(..., 1, t)`` and the cache of ``t``
+        tokens.
 
     Raises:
-        ValueError: if ``q``, ``k`` or ``v`` is not one row, or their shapes do not fit each
-            other or the cache.
+        ValueError: if ``q``, ``k`` or ``v`` is not one row, or their shapes do not
+            fit each other or the cache.
     """
     q = _check_one_row("q", q)
     k, v = _check_one_row("k", k), _check_one_row("v", v)
     cache = KVCache(k, v) if cache is None else _check_cache(cache).append(k, v)
     if q.ndim >= 3 and cache.K.ndim >= 3 and q.shape[-3] != cache.K.shape[-3]:
-        output, weights = grouped_query_attention(q, cache.K, cache.V)  # h query heads over g
+        # h query heads over g cached key/value heads
+        output, weights = grouped_query_attention(q, cache.K, cache.V)
     else:
         output, weights = scaled_dot_product_attention(q, cache.K, cache.V)
     return output, weights, cache  # (..., 1, d_v), (..., 1, t)
@@ -111,7 +118,8 @@ def decode_with_cache(X, W_Q, W_K, W_V, b_Q=None, b_K=None, b_V=None):
 
     For ``t = 1, ..., n``: project token ``t`` alone to ``q_t, k_t, v_t`` and take
     :func:`decode_step`. Row ``t`` of the result equals row ``t`` of
-    ``self_attention(X, ..., mask=causal_mask(n))``: the same numbers, one step at a time.
+    ``self_attention(X, ..., mask=causal_mask(n))``: the same numbers, one step at a
+    time.
 
     .. math:: q_t = x_t W_Q + b_Q,\ k_t = x_t W_K + b_K,\ v_t = x_t W_V + b_V
 
@@ -121,8 +129,9 @@ def decode_with_cache(X, W_Q, W_K, W_V, b_Q=None, b_K=None, b_V=None):
         b_Q, b_K: shape ``(d_k,)`` or None.  b_V: shape ``(d_v,)`` or None.
 
     Returns:
-        ``(output, weights)``: the outputs ``(..., n, d_v)`` and the weights ``(..., n, n)``,
-        row ``t`` holding step ``t``'s weights over tokens ``1..t`` and 0 for the later ones.
+        ``(output, weights)``: the outputs ``(..., n, d_v)`` and the weights
+        ``(..., n, n)``, row ``t`` holding step ``t``'s weights over tokens ``1..t``
+        and 0 for the later ones.
 
     Raises:
         ValueError: naming the argument whose shape does not fit the others.
@@ -142,12 +151,13 @@ def decode_with_cache(X, W_Q, W_K, W_V, b_Q=None, b_K=None, b_V=None):
 
 
 def decode_without_cache(X, W_Q, W_K, W_V, b_Q=None, b_K=None, b_V=None):
-    r"""The same steps as :func:`decode_with_cache`, recomputing everything at every step.
+    r"""The steps of :func:`decode_with_cache`, recomputing everything at every step.
 
-    At step ``t`` the tokens ``1..t`` are projected again and the whole ``t x t`` causal pass
-    is run, of which only the last row is new. This is what a generator without a cache does
-    (the Annotated Transformer's ``greedy_decode``): ``t`` times the projections and ``t^2``
-    scores at step ``t``, against one projection and ``t`` scores with the cache.
+    At step ``t`` the tokens ``1..t`` are projected again and the whole ``t x t``
+    causal pass is run, of which only the last row is new. This is what a generator
+    without a cache does (the Annotated Transformer's ``greedy_decode``): ``t`` times
+    the projections and ``t^2`` scores at step ``t``, against one projection and ``t``
+    scores with the cache.
 
     Args and Returns: as :func:`decode_with_cache`.
     """
@@ -169,10 +179,10 @@ def decode_without_cache(X, W_Q, W_K, W_V, b_Q=None, b_K=None, b_V=None):
 class ModelShape:
     """The sizes of a published Transformer that set its key-value cache.
 
-    ``layers``: attention layers; ``heads``: query heads per layer; ``kv_heads``: key/value
-    heads per layer (``heads`` for multi-head attention, fewer with grouped-query attention);
-    ``d_k``: the width of one head; ``context``: the longest input it was trained on, in
-    tokens; ``source``: where the numbers are published.
+    ``layers``: attention layers; ``heads``: query heads per layer; ``kv_heads``:
+    key/value heads per layer (``heads`` for multi-head attention, fewer with
+    grouped-query attention); ``d_k``: the width of one head; ``context``: the longest
+    input it was trained on, in tokens; ``source``: where the numbers are published.
     """
 
     name: str
@@ -184,6 +194,8 @@ class ModelShape:
     source: str
 
 
+#: The shapes of a few published models, by name, each with its source: the numbers that set
+#: their key-value caches.
 PUBLISHED_SHAPES = {
     "all-MiniLM-L6-v2": ModelShape(
         "all-MiniLM-L6-v2", layers=6, heads=12, kv_heads=12, d_k=32, context=512,

@@ -33,10 +33,10 @@ from .validate import as_real_array, check_positive_int, shape_str
 def fit_rope_head(target_scores, d, ridge=1e-3, base=10000.0):
     r"""A query and a key whose rotated score at distance ``r`` is close to ``target_scores[r]``.
 
-    With the query :math:`(1, 0, 1, 0, \dots)` and the key pairs :math:`(a_i, b_i)`, the score of
-    the query at ``p`` and the key at ``p - r`` is :math:`\sum_i a_i\cos(r\omega_i) +
-    b_i\sin(r\omega_i)`, linear in ``a`` and ``b``, which are fitted by ridge regression over the
-    trained distances:
+    With the query :math:`(1, 0, 1, 0, \dots)` and the key pairs :math:`(a_i, b_i)`,
+    the score of the query at ``p`` and the key at ``p - r`` is
+    :math:`\sum_i a_i\cos(r\omega_i) + b_i\sin(r\omega_i)`, linear in ``a`` and ``b``,
+    which are fitted by ridge regression over the trained distances:
 
     .. math:: \min_{a, b} \sum_{r=0}^{n_{\mathrm{train}}-1}
               \Big(\sum_i a_i \cos r\omega_i + b_i \sin r\omega_i - t_r\Big)^2
@@ -52,8 +52,8 @@ def fit_rope_head(target_scores, d, ridge=1e-3, base=10000.0):
         ``(q, k)``, each of shape ``(d,)``.
 
     Raises:
-        ValueError: if ``target_scores`` is not a vector of finite numbers, ``d`` not even, or
-            ``ridge`` negative.
+        ValueError: if ``target_scores`` is not a vector of finite numbers, ``d`` not
+            even, or ``ridge`` negative.
     """
     target = _check_target(target_scores)
     distances = np.arange(len(target))
@@ -72,8 +72,9 @@ def rope_scores(q, k, n, scale=1.0, base=10000.0):
 
     .. math:: S_{ij} = (R_{s i}\, q) \cdot (R_{s j}\, k)
 
-    with :func:`qkv.rotary_embedding`'s rotations at positions ``s i`` and ``s j``. ``scale = 1``
-    is RoPE as trained; ``scale = n_train / n`` is position interpolation.
+    with :func:`qkv.rotary_embedding`'s rotations at positions ``s i`` and ``s j``.
+    ``scale = 1`` is RoPE as trained; ``scale = n_train / n`` is position
+    interpolation.
 
     Args:
         q, k: shape ``(d,)``, as :func:`fit_rope_head` returns them.
@@ -138,7 +139,8 @@ def fit_alibi_slope(target_scores):
     .. math:: m = -\frac{\sum_r r\, t_r}{\sum_r r^2}
 
     Args:
-        target_scores: ``t_r`` for ``r = 0 .. n_train - 1``, shape ``(n_train,)``, at least two.
+        target_scores: ``t_r`` for ``r = 0 .. n_train - 1``, shape ``(n_train,)``, at
+            least two.
 
     Returns:
         The slope ``m``, a float (positive for a target that falls with the distance).
@@ -153,9 +155,9 @@ def fit_alibi_slope(target_scores):
 def fit_t5_table(target_scores, num_buckets, max_distance):
     r"""T5's learned number of each bucket: the mean target over the trained distances in it.
 
-    Decoder buckets (:func:`qkv.relative_position_bucket` with ``bidirectional=False``) of the
-    distances ``0 .. n_train - 1``; a bucket that no trained distance falls into keeps 0, its
-    value before training.
+    Decoder buckets (:func:`qkv.relative_position_bucket` with
+    ``bidirectional=False``) of the distances ``0 .. n_train - 1``; a bucket that no
+    trained distance falls into keeps 0, its value before training.
 
     Args:
         target_scores: ``t_r`` for ``r = 0 .. n_train - 1``, shape ``(n_train,)``.

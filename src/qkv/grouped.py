@@ -38,11 +38,12 @@ def kv_head_of(h, g):
         g: the number of key/value heads; ``h`` must be a multiple of ``g``.
 
     Returns:
-        Integer array of shape ``(h,)``: entry ``i`` is the key/value head of query head ``i``.
+        Integer array of shape ``(h,)``: entry ``i`` is the key/value head of query
+        head ``i``.
 
     Raises:
-        ValueError: if ``h`` or ``g`` is not a positive integer, or ``h`` is not a multiple
-            of ``g``.
+        ValueError: if ``h`` or ``g`` is not a positive integer, or ``h`` is not a
+            multiple of ``g``.
     """
     h, g = _check_group_sizes(h, g)
     return np.arange(h) // (h // g)  # (h,): h/g query heads per key/value head
@@ -53,7 +54,8 @@ def grouped_query_attention(Q, K, V, mask=None):
 
     .. math::
         O^{(i)} = \mathrm{softmax}\!\left(
-            \frac{Q^{(i)} K^{(\mathrm{kv}(i))\top}}{\sqrt{d_k}}\right) V^{(\mathrm{kv}(i))},
+            \frac{Q^{(i)} K^{(\mathrm{kv}(i))\top}}{\sqrt{d_k}}\right)
+            V^{(\mathrm{kv}(i))},
         \qquad \mathrm{kv}(i) = \left\lfloor \frac{i}{h / g} \right\rfloor
 
     ``g = h`` is multi-head attention (each head its own keys and values), ``g = 1``
@@ -63,28 +65,29 @@ def grouped_query_attention(Q, K, V, mask=None):
         Q: queries, shape ``(..., h, n, d_k)``.
         K: keys, shape ``(..., g, m, d_k)``, with ``h`` a multiple of ``g``.
         V: values, shape ``(..., g, m, d_v)``.
-        mask: optional boolean array broadcastable to ``(..., h, n, m)``, True = may attend
-            (for example :func:`qkv.causal_mask`, shared by every head).
+        mask: optional boolean array broadcastable to ``(..., h, n, m)``, True = may
+            attend (for example :func:`qkv.causal_mask`, shared by every head).
 
     Returns:
         ``(output, weights)`` with shapes ``(..., h, n, d_v)`` and ``(..., h, n, m)``.
 
     Raises:
-        ValueError: if an array has fewer than three axes, ``K`` and ``V`` differ in ``g``, ``h``
-            is not a multiple of ``g``, or the shapes do not fit as in
+        ValueError: if an array has fewer than three axes, ``K`` and ``V`` differ in
+            ``g``, ``h`` is not a multiple of ``g``, or the shapes do not fit as in
             :func:`qkv.scaled_dot_product_attention`.
         TypeError: if ``mask`` is not boolean.
     """
     Q, K, V = _check_grouped(Q, K, V)
     h, g = Q.shape[-3], K.shape[-3]
     shared = kv_head_of(h, g)  # (h,)
-    K_per_head = K[..., shared, :, :]  # (..., h, m, d_k): each group's keys, once per query head
+    K_per_head = K[..., shared, :, :]  # (..., h, m, d_k): each group's keys, h/g times
     V_per_head = V[..., shared, :, :]  # (..., h, m, d_v)
     return scaled_dot_product_attention(Q, K_per_head, V_per_head, mask)
 
 
-def grouped_query_self_attention(X, W_Q, W_K, W_V, W_O, num_heads, num_kv_heads, mask=None):
-    r"""Self-attention with ``h`` query heads and ``g`` key/value heads, in the fused form.
+def grouped_query_self_attention(X, W_Q, W_K, W_V, W_O, num_heads, num_kv_heads,
+                                 mask=None):
+    r"""Self-attention of ``h`` query heads over ``g`` key/value heads, fused form.
 
     .. math::
         Q = \mathrm{split}_h(X W_Q),\quad K = \mathrm{split}_g(X W_K),\quad
@@ -92,22 +95,25 @@ def grouped_query_self_attention(X, W_Q, W_K, W_V, W_O, num_heads, num_kv_heads,
 
         Y = \mathrm{merge}(\mathrm{GQA}(Q, K, V))\, W_O
 
-    :func:`qkv.fused_multi_head_attention` with the key and value projections narrowed from
-    ``h * d_k`` to ``g * d_k`` columns; ``num_kv_heads = num_heads`` is that function exactly.
+    :func:`qkv.fused_multi_head_attention` with the key and value projections narrowed
+    from ``h * d_k`` to ``g * d_k`` columns; ``num_kv_heads = num_heads`` is that
+    function exactly.
 
     Args:
         X: token vectors, shape ``(..., n, d_model)``.
-        W_Q: ``(d_model, h * d_k)``.  W_K: ``(d_model, g * d_k)``.  W_V: ``(d_model, g * d_v)``.
+        W_Q: ``(d_model, h * d_k)``.  W_K: ``(d_model, g * d_k)``.  W_V:
+            ``(d_model, g * d_v)``.
         W_O: ``(h * d_v, d_out)``.
         num_heads: ``h``, the query heads.  num_kv_heads: ``g``, a divisor of ``h``.
-        mask: optional boolean ``(..., n, n)``, True = may attend; shared by all heads.
+        mask: optional boolean ``(..., n, n)``, True = may attend; shared by all
+            heads.
 
     Returns:
         ``(Y, weights)`` with shapes ``(..., n, d_out)`` and ``(..., h, n, n)``.
 
     Raises:
-        ValueError: naming the projection whose columns do not cut into its heads, or the
-            argument whose shape does not fit the others.
+        ValueError: naming the projection whose columns do not cut into its heads, or
+            the argument whose shape does not fit the others.
     """
     h, g = _check_group_sizes(num_heads, num_kv_heads)
     W_Q, W_K, W_V, W_O = (as_matrix(name, W) for name, W in
@@ -120,7 +126,8 @@ def grouped_query_self_attention(X, W_Q, W_K, W_V, W_O, num_heads, num_kv_heads,
     if mask is not None:
         mask = np.expand_dims(mask, -3)  # (..., 1, n, n): one mask for every head
     heads_output, weights = grouped_query_attention(Q, K, V, mask)  # (..., h, n, d_v)
-    return linear(merge_heads(heads_output), W_O), weights  # (..., n, d_out), (..., h, n, n)
+    Y = linear(merge_heads(heads_output), W_O)  # (..., n, d_out)
+    return Y, weights  # weights: (..., h, n, n)
 
 
 def _check_group_sizes(h, g) -> tuple[int, int]:

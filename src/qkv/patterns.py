@@ -17,19 +17,19 @@ from .validate import check_positive_int, shape_str
 
 
 def sliding_window_mask(n, window):
-    r"""Boolean ``(n, n)`` mask: token ``i`` may attend to the tokens less than ``window`` away.
+    r"""Boolean ``(n, n)`` mask: token ``i`` may attend to tokens less than ``w`` away.
 
     .. math:: M_{ij} = \mathrm{True} \iff \lvert i - j \rvert < w
 
-    Alone it keeps ``2w - 1`` keys around each query (fewer at the ends). With the causal mask,
-    ``sliding_window_mask(n, w) & causal_mask(n)``, query ``i`` keeps keys ``i - w + 1 .. i``:
-    itself and the ``w - 1`` before it, ``w`` keys, so a decoder's cache needs only its last
-    ``w`` entries (Mistral 7B: ``w = 4096``).
+    Alone it keeps ``2w - 1`` keys around each query (fewer at the ends). With the
+    causal mask, ``sliding_window_mask(n, w) & causal_mask(n)``, query ``i`` keeps
+    keys ``i - w + 1 .. i``: itself and the ``w - 1`` before it, ``w`` keys, so a
+    decoder's cache needs only its last ``w`` entries (Mistral 7B: ``w = 4096``).
 
     Args:
         n: the number of tokens.
-        window: ``w``, a positive integer; ``w = 1`` keeps only the diagonal, ``w >= n`` every
-            pair.
+        window: ``w``, a positive integer; ``w = 1`` keeps only the diagonal,
+            ``w >= n`` every pair.
 
     Returns:
         Boolean array of shape ``(n, n)``.
@@ -45,14 +45,15 @@ def sliding_window_mask(n, window):
 
 
 def strided_mask(n, stride):
-    r"""Boolean ``(n, n)`` mask: token ``i`` may attend to the tokens a multiple of ``stride`` away.
+    r"""Boolean ``(n, n)`` mask: token ``i`` may attend to every ``stride``-th token.
 
     .. math:: M_{ij} = \mathrm{True} \iff (i - j) \bmod s = 0
 
     The Sparse Transformer's strided pattern (Child et al. 2019) gives one head
-    ``sliding_window_mask(n, s)`` and another this mask, both under the causal mask: in two
-    steps any earlier token is within reach, with at most ``s + n / s`` keys per query in place
-    of ``n``; ``s`` near :math:`\sqrt n` makes that :math:`O(n\sqrt n)` pairs in all.
+    ``sliding_window_mask(n, s)`` and another this mask, both under the causal mask:
+    in two steps any earlier token is within reach, with at most ``s + n / s`` keys
+    per query in place of ``n``; ``s`` near :math:`\sqrt n` makes that
+    :math:`O(n\sqrt n)` pairs in all.
 
     Args:
         n: the number of tokens.
@@ -71,68 +72,71 @@ def strided_mask(n, stride):
 
 
 def global_tokens_mask(n, tokens):
-    r"""Boolean ``(n, n)`` mask: the given tokens attend to every token and every token to them.
+    r"""Boolean ``(n, n)`` mask: global tokens see, and are seen by, every token.
 
     .. math:: M_{ij} = \mathrm{True} \iff i \in G \ \text{or}\ j \in G
 
-    Combined with a window, ``sliding_window_mask(n, w) | global_tokens_mask(n, G)``, it is
-    Longformer's pattern: a few tokens (a ``[CLS]``, a question) with a global view, every other
-    token with a local one.
+    Combined with a window, ``sliding_window_mask(n, w) | global_tokens_mask(n, G)``,
+    it is Longformer's pattern: a few tokens (a ``[CLS]``, a question) with a global
+    view, every other token with a local one.
 
     Args:
         n: the number of tokens.
-        tokens: the positions of the global tokens ``G``, whole numbers from 0 to ``n - 1``.
+        tokens: the positions of the global tokens ``G``, whole numbers from 0 to
+            ``n - 1``.
 
     Returns:
         Boolean array of shape ``(n, n)``.
 
     Raises:
-        ValueError: if ``n`` is not a positive integer, ``tokens`` is empty or a position lies
-            outside ``0 .. n - 1``.
+        ValueError: if ``n`` is not a positive integer, ``tokens`` is empty or a
+            position lies outside ``0 .. n - 1``.
     """
     n = check_positive_int("n (the number of tokens)", n)
     G = np.asarray(tokens)
     if G.ndim != 1 or G.size == 0 or G.dtype == np.bool_ or G.dtype.kind not in "iu":
-        raise ValueError(f"tokens must be a non-empty vector of positions (whole numbers), got "
-                         f"{np.asarray(tokens).tolist()!r}")
+        raise ValueError(f"tokens must be a non-empty vector of positions (whole "
+                         f"numbers), got {np.asarray(tokens).tolist()!r}")
     outside = G[(G < 0) | (G >= n)]
     if outside.size:
-        raise ValueError(f"tokens holds position {int(outside[0])}, outside 0 .. {n - 1}")
+        raise ValueError(f"tokens holds position {int(outside[0])}, outside "
+                         f"0 .. {n - 1}")
     is_global = np.zeros(n, dtype=bool)
     is_global[G] = True
     return is_global[:, None] | is_global[None, :]  # (n, n)
 
 
 def path_length(mask):
-    r"""The fewest layers, each with this mask, after which the last token can read the first.
+    r"""The fewest layers with this mask after which the last token reads the first.
 
-    One layer lets information pass from key ``j`` to query ``i`` where ``M_ij`` holds; ``L``
-    layers where the boolean product :math:`M^L` holds. The result is the smallest ``L`` with
-    :math:`(M^L)_{n-1,\,0}` True: 1 for full attention, about ``n / (w - 1)`` for a sliding
-    window of ``w``, and ``n - 1`` for ``w = 2``, the reach of a recurrent layer, which passes
-    one step per token.
+    One layer lets information pass from key ``j`` to query ``i`` where ``M_ij``
+    holds; ``L`` layers where the boolean product :math:`M^L` holds. The result is the
+    smallest ``L`` with :math:`(M^L)_{n-1,\,0}` True: 1 for full attention, about
+    ``n / (w - 1)`` for a sliding window of ``w``, and ``n - 1`` for ``w = 2``, the
+    reach of a recurrent layer, which passes one step per token.
 
     Args:
-        mask: boolean ``(n, n)``, True = may attend, with a True diagonal (every token keeps
-            what it has, as a residual connection does).
+        mask: boolean ``(n, n)``, True = may attend, with a True diagonal (every token
+            keeps what it has, as a residual connection does).
 
     Returns:
         The number of layers, an int.
 
     Raises:
-        ValueError: if ``mask`` is not a square boolean matrix with a True diagonal, or the last
-            token never reaches the first.
+        ValueError: if ``mask`` is not a square boolean matrix with a True diagonal,
+            or the last token never reaches the first.
     """
     M = _check_square_mask(mask)
     n = M.shape[0]
     reached = M[n - 1].copy()  # (n,): the tokens the last one reads after one layer
     newest, layers = reached.copy(), 1
     while not reached[0]:
-        # one layer more: what the newly reached tokens read (the others were followed already)
+        # one layer more: what the newly reached tokens read (the rest were followed)
         newest = M[newest].any(axis=0) & ~reached  # (n,)
         if not newest.any():
-            raise ValueError("the last token never reaches the first through this mask, however "
-                             "many layers: no chain of allowed pairs joins them")
+            raise ValueError("the last token never reaches the first through this "
+                             "mask, however many layers: no chain of allowed pairs "
+                             "joins them")
         reached |= newest
         layers += 1
     return layers

@@ -26,14 +26,14 @@ from .validate import as_mask, as_real_array, check_positive_int, shape_str
 def alibi_slopes(h):
     r"""ALiBi's slope of each of ``h`` heads: a geometric sequence, as in the paper.
 
-    For ``h`` a power of two the slopes start at :math:`2^{-8/h}` and each is that much smaller
-    than the one before:
+    For ``h`` a power of two the slopes start at :math:`2^{-8/h}` and each is that
+    much smaller than the one before:
 
     .. math:: m_k = 2^{-8k/h}, \qquad k = 1, \dots, h
 
-    (8 heads: 1/2, 1/4, ..., 1/256). For other ``h`` the paper's code takes the slopes of the
-    largest power of two :math:`p < h`, then every other slope of :math:`2p` heads (the ones
-    that fall between them), the first :math:`h - p` of those.
+    (8 heads: 1/2, 1/4, ..., 1/256). For other ``h`` the paper's code takes the slopes
+    of the largest power of two :math:`p < h`, then every other slope of :math:`2p`
+    heads (the ones that fall between them), the first :math:`h - p` of those.
 
     Args:
         h: the number of heads, a positive integer.
@@ -49,22 +49,26 @@ def alibi_slopes(h):
     slopes = 2.0 ** (-8.0 * np.arange(1, p + 1) / p)  # (p,)
     if p == h:
         return slopes
-    between = 2.0 ** (-8.0 * np.arange(1, 2 * p + 1, 2) / (2 * p))  # (p,): 2p heads' odd slopes
+    # (p,): the odd-numbered slopes of 2p heads, which fall between those of p
+    between = 2.0 ** (-8.0 * np.arange(1, 2 * p + 1, 2) / (2 * p))
     return np.concatenate([slopes, between[: h - p]])  # (h,)
 
 
 def alibi_bias(slopes, n_q, n_k=None):
-    r"""ALiBi's bias of every head: minus the slope times the distance between query and key.
+    r"""ALiBi's bias of every head: minus the slope times the query-key distance.
 
-    .. math:: B^{(h)}_{ij} = -\,m_h\, \lvert p_i - j \rvert, \qquad p_i = n_k - n_q + i
+    .. math:: B^{(h)}_{ij} = -\,m_h\, \lvert p_i - j \rvert,
+              \qquad p_i = n_k - n_q + i
 
-    The queries are the last ``n_q`` of the ``n_k`` positions (``p_i = i`` when ``n_q = n_k``;
-    one query at position ``n_k - 1`` in a decoding step). The nearer a key, the smaller the
-    penalty; a key at the query's own position gets 0. Under a causal mask only ``j <= p_i``
-    counts, where the bias is ``-m_h (p_i - j)``, the paper's form.
+    The queries are the last ``n_q`` of the ``n_k`` positions (``p_i = i`` when
+    ``n_q = n_k``; one query at position ``n_k - 1`` in a decoding step). The nearer a
+    key, the smaller the penalty; a key at the query's own position gets 0. Under a
+    causal mask only ``j <= p_i`` counts, where the bias is ``-m_h (p_i - j)``, the
+    paper's form.
 
     Args:
-        slopes: one slope per head, shape ``(h,)``, positive (see :func:`alibi_slopes`).
+        slopes: one slope per head, shape ``(h,)``, positive (see
+            :func:`alibi_slopes`).
         n_q: the number of queries.
         n_k: the number of keys, at least ``n_q``; None means ``n_q``.
 
@@ -73,18 +77,19 @@ def alibi_bias(slopes, n_q, n_k=None):
         (:func:`attention_with_bias`).
 
     Raises:
-        ValueError: if ``slopes`` is not a vector of positive numbers, or ``n_q``, ``n_k`` are
-            not positive integers with ``n_q <= n_k``.
+        ValueError: if ``slopes`` is not a vector of positive numbers, or ``n_q``,
+            ``n_k`` are not positive integers with ``n_q <= n_k``.
     """
     slopes = _check_slopes(slopes)
     n_q = check_positive_int("n_q", n_q)
     n_k = n_q if n_k is None else check_positive_int("n_k", n_k)
     if n_q > n_k:
-        raise ValueError(f"n_q={n_q} queries but n_k={n_k} keys: the queries are the last n_q of "
-                         "the n_k positions, so n_q <= n_k")
+        raise ValueError(f"n_q={n_q} queries but n_k={n_k} keys: the queries are the "
+                         "last n_q of the n_k positions, so n_q <= n_k")
     query_positions = np.arange(n_k - n_q, n_k)  # (n_q,)
-    distance = np.abs(query_positions[:, None] - np.arange(n_k)[None, :])  # (n_q, n_k)
-    return slopes[:, None, None] * -distance  # (h, n_q, n_k); 0, not -0, on the diagonal
+    key_positions = np.arange(n_k)  # (n_k,)
+    distance = np.abs(query_positions[:, None] - key_positions[None, :])  # (n_q, n_k)
+    return slopes[:, None, None] * -distance  # (h, n_q, n_k); 0, not -0, at j = p_i
 
 
 def attention_with_bias(Q, K, V, bias, mask=None):
@@ -100,15 +105,17 @@ def attention_with_bias(Q, K, V, bias, mask=None):
         Q: queries, shape ``(..., n_q, d_k)``.
         K: keys, shape ``(..., n_k, d_k)``.
         V: values, shape ``(..., n_k, d_v)``.
-        bias: finite numbers broadcastable to ``(..., n_q, n_k)``; per head ``(h, n_q, n_k)``.
-        mask: optional boolean array broadcastable to ``(..., n_q, n_k)``, True = may attend.
+        bias: finite numbers broadcastable to ``(..., n_q, n_k)``; per head
+            ``(h, n_q, n_k)``.
+        mask: optional boolean array broadcastable to ``(..., n_q, n_k)``, True = may
+            attend.
 
     Returns:
         ``(output, weights)`` with shapes ``(..., n_q, d_v)`` and ``(..., n_q, n_k)``.
 
     Raises:
-        ValueError: as :func:`qkv.scaled_dot_product_attention`, or if ``bias`` does not
-            broadcast to the scores.
+        ValueError: as :func:`qkv.scaled_dot_product_attention`, or if ``bias`` does
+            not broadcast to the scores.
         TypeError: if ``mask`` is not boolean.
     """
     Q, K, V = _check_qkv(Q, K, V)
@@ -117,9 +124,9 @@ def attention_with_bias(Q, K, V, bias, mask=None):
     try:
         scores = scores + bias  # (..., n_q, n_k)
     except ValueError:
-        raise ValueError(f"bias has shape {shape_str(bias.shape)} but the scores have shape "
-                         f"{shape_str(scores.shape)} (..., n_q, n_k); the bias must broadcast to "
-                         "them") from None
+        raise ValueError(f"bias has shape {shape_str(bias.shape)} but the scores "
+                         f"have shape {shape_str(scores.shape)} (..., n_q, n_k); the "
+                         "bias must broadcast to them") from None
     if mask is not None:
         scores = np.where(as_mask(mask, scores.shape), scores, -np.inf)
     weights = softmax(scores, axis=-1)  # (..., n_q, n_k)
@@ -131,30 +138,35 @@ def relative_position_bucket(relative_position, bidirectional=True, num_buckets=
     r"""T5's bucket of each offset ``j - i`` (key position minus query position).
 
     Near offsets get a bucket each; farther ones share buckets whose widths grow
-    logarithmically up to ``max_distance``, and every offset beyond it shares the last bucket.
-    With ``bidirectional`` the buckets are halved between keys before the query and keys after
-    it (an encoder); without it, keys after the query all fall in bucket 0 (a decoder, whose
-    mask blocks them anyway). With ``N`` buckets per direction and ``N_e = N / 2`` exact ones,
-    a distance ``r >= 0`` falls in
+    logarithmically up to ``max_distance``, and every offset beyond it shares the last
+    bucket. With ``bidirectional`` the buckets are halved between keys before the
+    query and keys after it (an encoder); without it, keys after the query all fall in
+    bucket 0 (a decoder, whose mask blocks them anyway). With ``N`` buckets per
+    direction and ``N_e = N / 2`` exact ones, a distance ``r >= 0`` falls in
 
     .. math:: b(r) = \begin{cases} r & r < N_e \\
         \min\!\Big(N - 1,\ N_e + \Big\lfloor \dfrac{\log(r / N_e)}{\log(D / N_e)}
         (N - N_e) \Big\rfloor\Big) & r \ge N_e \end{cases}
 
-    with ``D = max_distance`` (plus ``N`` for keys after the query, when bidirectional).
+    with ``D = max_distance`` (plus ``N`` for keys after the query, when
+    bidirectional).
 
     Args:
         relative_position: whole numbers ``j - i``, any shape.
-        bidirectional: True for an encoder (offsets of both signs), False for a decoder.
+        bidirectional: True for an encoder (offsets of both signs), False for a
+            decoder.
         num_buckets: the buckets in all, even when bidirectional; 32 in T5.
-        max_distance: the distance from which on every offset shares one bucket; 128 in T5.
+        max_distance: the distance from which on every offset shares one bucket; 128
+            in T5.
 
     Returns:
-        Integer array of the shape of ``relative_position``, from 0 to ``num_buckets - 1``.
+        Integer array of the shape of ``relative_position``, from 0 to
+        ``num_buckets - 1``.
 
     Raises:
-        ValueError: if the offsets are not whole numbers, ``num_buckets`` is too small for its
-            exact and logarithmic halves, or ``max_distance`` does not lie beyond the exact ones.
+        ValueError: if the offsets are not whole numbers, ``num_buckets`` is too small
+            for its exact and logarithmic halves, or ``max_distance`` does not lie
+            beyond the exact ones.
     """
     offsets = _check_offsets(relative_position)
     num_buckets = check_positive_int("num_buckets", num_buckets)
@@ -169,9 +181,10 @@ def relative_position_bucket(relative_position, bidirectional=True, num_buckets=
         distance = np.maximum(-offsets, 0)  # keys after the query count as distance 0
     exact = num_buckets // 2
     if max_distance <= exact:
-        raise ValueError(f"max_distance={max_distance} must exceed the {exact} exact buckets")
+        raise ValueError(f"max_distance={max_distance} must exceed the {exact} exact "
+                         "buckets")
     far = np.maximum(distance, exact)  # (...): log of the far distances only
-    # float32, as T5 (and its ports) compute it: the floor of a boundary offset depends on it
+    # float32, as T5 and its ports compute it: a boundary offset's floor depends on it
     logarithmic = exact + (np.log(far.astype(np.float32) / np.float32(exact))
                            / np.float32(math.log(max_distance / exact))
                            * np.float32(num_buckets - exact)).astype(np.int64)
@@ -180,13 +193,13 @@ def relative_position_bucket(relative_position, bidirectional=True, num_buckets=
 
 
 def t5_position_bias(table, n_q, n_k=None, bidirectional=True, max_distance=128):
-    r"""T5's bias of every head: the learned number of the bucket of each offset ``j - i``.
+    r"""T5's bias of every head: the learned number of each offset's bucket.
 
     .. math:: B^{(h)}_{ij} = T_{\,b(j - i),\ h}
 
-    with ``b`` from :func:`relative_position_bucket`. The queries are the last ``n_q`` of the
-    ``n_k`` positions, as in :func:`alibi_bias`. T5 shares one table across its layers and
-    learns it with the rest of the model.
+    with ``b`` from :func:`relative_position_bucket`. The queries are the last ``n_q``
+    of the ``n_k`` positions, as in :func:`alibi_bias`. T5 shares one table across its
+    layers and learns it with the rest of the model.
 
     Args:
         table: the learned biases, shape ``(num_buckets, h)``.
@@ -203,14 +216,16 @@ def t5_position_bias(table, n_q, n_k=None, bidirectional=True, max_distance=128)
     """
     table = as_real_array("table", table, min_ndim=2)
     if table.ndim != 2:
-        raise ValueError(f"table must be (num_buckets, h), got shape {shape_str(table.shape)}")
+        raise ValueError(f"table must be (num_buckets, h), got shape "
+                         f"{shape_str(table.shape)}")
     n_q = check_positive_int("n_q", n_q)
     n_k = n_q if n_k is None else check_positive_int("n_k", n_k)
     if n_q > n_k:
         raise ValueError(f"n_q={n_q} queries but n_k={n_k} keys; n_q <= n_k")
     query_positions = np.arange(n_k - n_q, n_k)  # (n_q,)
     offsets = np.arange(n_k)[None, :] - query_positions[:, None]  # (n_q, n_k): j - i
-    buckets = relative_position_bucket(offsets, bidirectional, table.shape[0], max_distance)
+    buckets = relative_position_bucket(offsets, bidirectional, table.shape[0],
+                                       max_distance)  # (n_q, n_k)
     return np.moveaxis(table[buckets], -1, 0)  # (n_q, n_k, h) -> (h, n_q, n_k)
 
 
@@ -218,16 +233,17 @@ def rope_decay_bound(offsets, d, base=10000.0):
     r"""RoFormer's relative upper bound of a rotated score at each offset (§3.4.3).
 
     Writing the score of a rotated query and key as a sum over the ``d/2`` pairs of
-    :math:`h_i\, e^{\mathrm{i}\, t\,\omega_i}` (``t`` the offset) and summing by parts, its size
-    is at most :math:`\max_i |h_{i+1} - h_i|` times :math:`\sum_j |S_j|`, with the partial sums
+    :math:`h_i\, e^{\mathrm{i}\, t\,\omega_i}` (``t`` the offset) and summing by
+    parts, its size is at most :math:`\max_i |h_{i+1} - h_i|` times
+    :math:`\sum_j |S_j|`, with the partial sums
     :math:`S_j = \sum_{k < j} e^{\mathrm{i}\, t\,\omega_k}`. The relative bound
 
     .. math:: \frac{1}{d/2} \sum_{j=1}^{d/2} \Big\lvert \sum_{k=0}^{j-1}
               e^{\mathrm{i}\, t\, \omega_k} \Big\rvert ,
               \qquad \omega_k = \mathrm{base}^{-2k/d}
 
-    is ``(d/2 + 1) / 2`` at ``t = 0`` and shrinks, with ripples, as ``|t|`` grows: far keys can
-    score less.
+    is ``(d/2 + 1) / 2`` at ``t = 0`` and shrinks, with ripples, as ``|t|`` grows: far
+    keys can score less.
 
     Args:
         offsets: the offsets ``t``, shape ``(n,)``.
@@ -238,8 +254,8 @@ def rope_decay_bound(offsets, d, base=10000.0):
         Array of shape ``(n,)``.
 
     Raises:
-        ValueError: if ``offsets`` is not a vector of finite numbers, ``d`` not a positive even
-            integer, or ``base`` not greater than 1.
+        ValueError: if ``offsets`` is not a vector of finite numbers, ``d`` not a
+            positive even integer, or ``base`` not greater than 1.
     """
     from .position import position_angles  # the angles t w_k that RoPE turns by
 

@@ -30,8 +30,8 @@ from .validate import as_mask, as_real_array, shape_str
 def elu_feature_map(X):
     r"""Katharopoulos et al.'s feature map: ELU plus one, positive everywhere.
 
-    .. math:: \phi(x) = \mathrm{elu}(x) + 1 = \begin{cases} x + 1 & x > 0 \\ e^{x} & x \le 0
-              \end{cases}
+    .. math:: \phi(x) = \mathrm{elu}(x) + 1
+              = \begin{cases} x + 1 & x > 0 \\ e^{x} & x \le 0 \end{cases}
 
     Args:
         X: queries or keys, shape ``(..., n, d_k)``.
@@ -46,12 +46,13 @@ def elu_feature_map(X):
 def positive_random_features(X, W):
     r"""Performer's positive random features of the softmax kernel.
 
-    .. math:: \phi(x) = \frac{1}{\sqrt{m}}\, \exp\!\big(W x - \lVert x\rVert^2 / 2\big)
+    .. math:: \phi(x) = \frac{1}{\sqrt{m}}\,
+              \exp\!\big(W x - \lVert x\rVert^2 / 2\big)
 
     With the ``m`` rows of ``W`` drawn from :math:`\mathcal N(0, I)`, the average of
-    :math:`\phi(q)\cdot\phi(k)` over draws is exactly :math:`e^{q\cdot k}`; more rows, a closer
-    estimate. Scale the queries and keys by :math:`d_k^{-1/4}` first to get softmax attention's
-    :math:`e^{q\cdot k/\sqrt{d_k}}`.
+    :math:`\phi(q)\cdot\phi(k)` over draws is exactly :math:`e^{q\cdot k}`; more rows,
+    a closer estimate. Scale the queries and keys by :math:`d_k^{-1/4}` first to get
+    softmax attention's :math:`e^{q\cdot k/\sqrt{d_k}}`.
 
     Args:
         X: queries or keys, shape ``(..., n, d_k)``.
@@ -66,40 +67,44 @@ def positive_random_features(X, W):
     X = as_real_array("X", X, min_ndim=2)
     W = as_real_array("W", W, min_ndim=2)
     if W.ndim != 2 or W.shape[1] != X.shape[-1]:
-        raise ValueError(f"W has shape {shape_str(W.shape)} but X has d_k={X.shape[-1]}; W must "
-                         f"be (m, {X.shape[-1]}), one random direction per row")
+        d_k = X.shape[-1]
+        raise ValueError(f"W has shape {shape_str(W.shape)} but X has d_k={d_k}; W "
+                         f"must be (m, {d_k}), one random direction per row")
     projected = X @ W.T  # (..., n, m): w_r . x
     half_norm = 0.5 * np.sum(X**2, axis=-1, keepdims=True)  # (..., n, 1): |x|^2 / 2
     return np.exp(projected - half_norm) / np.sqrt(W.shape[0])
 
 
 def kernel_attention(Q, K, V, feature_map=elu_feature_map, mask=None):
-    r"""Attention with the kernel :math:`\phi(q)\cdot\phi(k)`, in its :math:`O(n^2)` form.
+    r"""Attention with the kernel :math:`\phi(q)\cdot\phi(k)`, in :math:`O(n^2)`.
 
-    .. math:: A_{ij} = \frac{\phi(q_i)\cdot\phi(k_j)}{\sum_{m} \phi(q_i)\cdot\phi(k_m)},
-              \qquad O = A V
+    .. math:: A_{ij} = \frac{\phi(q_i)\cdot\phi(k_j)}
+                             {\sum_{m} \phi(q_i)\cdot\phi(k_m)}, \qquad O = A V
 
-    (the sum over the allowed keys when there is a mask). It forms the ``n_q x n_k`` weights,
-    as softmax attention does; :func:`linear_attention` computes the same output without them.
+    (the sum over the allowed keys when there is a mask). It forms the ``n_q x n_k``
+    weights, as softmax attention does; :func:`linear_attention` computes the same
+    output without them.
 
     Args:
         Q: queries, shape ``(..., n_q, d_k)``.
         K: keys, shape ``(..., n_k, d_k)``.
         V: values, shape ``(..., n_k, d_v)``.
-        feature_map: ``phi``, maps ``(..., n, d_k)`` to ``(..., n, d_phi)`` with positive entries.
-        mask: optional boolean array broadcastable to ``(..., n_q, n_k)``, True = may attend.
+        feature_map: ``phi``, maps ``(..., n, d_k)`` to ``(..., n, d_phi)`` with
+            positive entries.
+        mask: optional boolean array broadcastable to ``(..., n_q, n_k)``, True = may
+            attend.
 
     Returns:
         ``(output, weights)`` with shapes ``(..., n_q, d_v)`` and ``(..., n_q, n_k)``.
 
     Raises:
-        ValueError: as :func:`qkv.scaled_dot_product_attention`, or if the feature map gives a
-            number that is not positive.
+        ValueError: as :func:`qkv.scaled_dot_product_attention`, or if the feature map
+            gives a number that is not positive.
         TypeError: if ``mask`` is not boolean.
     """
     Q, K, V = _check_qkv(Q, K, V)
     phi_Q, phi_K = _features(feature_map, Q, "Q"), _features(feature_map, K, "K")
-    kernel = phi_Q @ phi_K.swapaxes(-1, -2)  # (..., n_q, n_k): phi(q_i) . phi(k_j) > 0
+    kernel = phi_Q @ phi_K.swapaxes(-1, -2)  # (..., n_q, n_k): phi(q_i) . phi(k_j)
     if mask is not None:
         kernel = np.where(as_mask(mask, kernel.shape), kernel, 0.0)
     weights = kernel / kernel.sum(axis=-1, keepdims=True)  # (..., n_q, n_k)
@@ -107,17 +112,18 @@ def kernel_attention(Q, K, V, feature_map=elu_feature_map, mask=None):
 
 
 def linear_attention(Q, K, V, feature_map=elu_feature_map, causal=False):
-    r"""Attention with the kernel :math:`\phi(q)\cdot\phi(k)`, in :math:`O(n)`: the sums first.
+    r"""Attention with the kernel :math:`\phi(q)\cdot\phi(k)` in :math:`O(n)`.
 
     .. math::
         S = \sum_j \phi(k_j)\, v_j^\top \ (d_\phi \times d_v), \qquad
         z = \sum_j \phi(k_j) \ (d_\phi), \qquad
         o_i = \frac{\phi(q_i)^\top S}{\phi(q_i)^\top z}
 
-    With ``causal``, query ``i`` uses the sums over ``j <= i``, built one token at a time:
-    :math:`S_i = S_{i-1} + \phi(k_i) v_i^\top`, :math:`z_i = z_{i-1} + \phi(k_i)`, a recurrent
-    layer whose state does not grow with ``n``. The output equals :func:`kernel_attention`'s
-    (with :func:`qkv.causal_mask` when causal); the time is :math:`O(n\, d_\phi\, d_v)`.
+    With ``causal``, query ``i`` uses the sums over ``j <= i``, built one token at a
+    time: :math:`S_i = S_{i-1} + \phi(k_i) v_i^\top`,
+    :math:`z_i = z_{i-1} + \phi(k_i)`, a recurrent layer whose state does not grow
+    with ``n``. The output equals :func:`kernel_attention`'s (with
+    :func:`qkv.causal_mask` when causal); the time is :math:`O(n\, d_\phi\, d_v)`.
 
     Args:
         Q: queries, shape ``(..., n_q, d_k)``; with ``causal``, ``n_q = n_k``.
@@ -127,8 +133,9 @@ def linear_attention(Q, K, V, feature_map=elu_feature_map, causal=False):
         causal: whether query ``i`` may attend only to keys ``0 .. i``.
 
     Returns:
-        ``(output, state)``: the output ``(..., n_q, d_v)`` and the final ``(S, z)``, shapes
-        ``(..., d_phi, d_v)`` and ``(..., d_phi)``: what a decoder carries to the next token.
+        ``(output, state)``: the output ``(..., n_q, d_v)`` and the final
+        ``(S, z)``, shapes ``(..., d_phi, d_v)`` and ``(..., d_phi)``: what a decoder
+        carries to the next token.
 
     Raises:
         ValueError: as :func:`kernel_attention`, or if ``causal`` and ``n_q != n_k``.
@@ -142,8 +149,9 @@ def linear_attention(Q, K, V, feature_map=elu_feature_map, causal=False):
         denominator = phi_Q @ z[..., None]  # (..., n_q, 1)
         return numerator / denominator, (S, z)
     if Q.shape[-2] != K.shape[-2]:
-        raise ValueError(f"causal linear attention pairs query i with keys 0 .. i: it needs as "
-                         f"many queries as keys, got n_q={Q.shape[-2]} and n_k={K.shape[-2]}")
+        raise ValueError(f"causal linear attention pairs query i with keys 0 .. i: "
+                         f"it needs as many queries as keys, got n_q={Q.shape[-2]} "
+                         f"and n_k={K.shape[-2]}")
     return _causal_recurrence(phi_Q, phi_K, V)
 
 
