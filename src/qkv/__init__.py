@@ -29,6 +29,9 @@ from .relative_position import alibi_bias, alibi_slopes, attention_with_bias, re
 from .relative_position import rope_decay_bound, t5_position_bias
 from .patterns import global_tokens_mask, path_length, sliding_window_mask, strided_mask
 from .linearised import elu_feature_map, kernel_attention, linear_attention, positive_random_features
+from .backward import attention_backward, central_differences, linear_backward, multi_head_attention_backward
+from .backward import softmax_backward
+from .training import Adam, cross_entropy, cross_entropy_backward
 
 __all__ = [
     "softmax",
@@ -109,4 +112,12 @@ __all__ = [
     "positive_random_features",
     "kernel_attention",
     "linear_attention",
+    "softmax_backward",
+    "attention_backward",
+    "linear_backward",
+    "multi_head_attention_backward",
+    "central_differences",
+    "cross_entropy",
+    "cross_entropy_backward",
+    "Adam",
 ]
