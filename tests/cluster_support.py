@@ -4,7 +4,8 @@
 certificates``), starts ``dask scheduler`` and ``dask worker`` processes with their own
 certificates and settings (``DASK_CONFIG``), the workers as an unprivileged
 local user when the tests run as root (:mod:`tests.local_users`), waits for the workers, and
-stops everything on leaving.
+stops everything on leaving. :func:`grading_cluster` is one such cluster of two workers for the
+whole session (registered in ``tests/conftest.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from .local_users import GRADER, give, local_user, run_as
 
@@ -100,6 +103,13 @@ def tls_cluster(where: Path, workers: int = 2, preload: Path | None = None) -> I
     finally:
         for process in reversed(started):
             _stop(process)
+
+
+@pytest.fixture(scope="session")
+def grading_cluster(tmp_path_factory):
+    """A TLS cluster of two workers, shared by the tests of the session that need one."""
+    with tls_cluster(tmp_path_factory.mktemp("cluster")) as found:
+        yield found
 
 
 def _wait_for_workers(address: str, grader: Path, count: int) -> None:

@@ -33,7 +33,6 @@ from .exercise_support import (
     with_first_cell,
     write_notebook,
 )
-from .cluster_support import tls_cluster
 from .grading_support import PS2, grading, read_grades, student_lines
 
 pytestmark = pytest.mark.slow
@@ -158,18 +157,18 @@ for attempt in range(30):
 """
 
 
-def test_a_tls_dask_cluster_of_two_workers_gives_the_same_grades(broken_batch, tmp_path):
+def test_a_tls_dask_cluster_of_two_workers_gives_the_same_grades(broken_batch, grading_cluster):
     """The same class graded again on a Dask cluster over TLS (a scheduler and two workers on 127.0.0.1,
     the workers as an unprivileged user, set up as the instructors' page says)."""
     course, _, folder = broken_batch
-    with tls_cluster(tmp_path / "cluster") as cluster:
-        # Meanwhile a peer without a certificate keeps trying to join, submit work and read results.
-        intruder = subprocess.Popen([sys.executable, "-c", INTRUDER, cluster["address"]], stdout=subprocess.PIPE,
-                                    stderr=subprocess.DEVNULL, text=True)
-        result = grading(course, "grade", str(folder), "--timeout", "30", "--fresh", "--dask", cluster["address"],
-                         "--certificates", str(cluster["certificates"] / "grader"))
-        intruder.terminate()
-        tried = intruder.communicate(timeout=60)[0]
+    address = grading_cluster["address"]
+    # Meanwhile a peer without a certificate keeps trying to join, submit work and read results.
+    intruder = subprocess.Popen([sys.executable, "-c", INTRUDER, address], stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True)
+    result = grading(course, "grade", str(folder), "--timeout", "30", "--fresh", "--dask", address,
+                     "--certificates", str(grading_cluster["certificates"] / "grader"))
+    intruder.terminate()
+    tried = intruder.communicate(timeout=60)[0]
     assert result.returncode == 0, result.stdout + result.stderr
     assert "on the Dask cluster at tls://127.0.0.1:" in result.stdout
     assert "refused" in tried and "CONNECTED" not in tried, tried

@@ -9,6 +9,7 @@ sends is never unpickled or printed raw by the grading process.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import socket
@@ -36,10 +37,9 @@ class Task:
     job: dict | None
 
 
-@pytest.fixture(scope="module")
-def running(tmp_path_factory):
-    with tls_cluster(tmp_path_factory.mktemp("cluster")) as found:
-        yield found
+@pytest.fixture
+def running(grading_cluster):
+    return grading_cluster
 
 
 def listening_ports(process: psutil.Process) -> set[int]:
@@ -129,7 +129,10 @@ def test_no_port_of_the_cluster_talks_to_a_peer_without_a_certificate(running):
     for worker in running["workers"]:
         ports |= listening_ports(psutil.Process(worker.pid))
     assert len(ports) >= 5, f"a scheduler, two nannies and two workers listen: {ports}"
-    found = {port: (_plain(port), _handshake_without_certificate(port)) for port in sorted(ports)}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(ports)) as pool:
+        probes = {port: (pool.submit(_plain, port), pool.submit(_handshake_without_certificate, port))
+                  for port in sorted(ports)}
+        found = {port: (page.result(), tls.result()) for port, (page, tls) in probes.items()}
     assert all(page == "nothing" and tls != "answered" for page, tls in found.values()), found
 
 
