@@ -76,9 +76,9 @@ def _writable(folder: Path, files: tuple[str, ...]) -> bool:
     return folder.is_dir() and all(os.access(folder / name, os.W_OK) for name in files)
 
 
-def _v2() -> Hierarchy | str:
-    mount = next((point for point, fs, _ in _mounts() if fs == "cgroup2"), None)
-    own = _own_groups().get("")
+def _v2(mounts: list | None = None, own_groups: dict | None = None) -> Hierarchy | str:
+    mount = next((point for point, fs, _ in (_mounts() if mounts is None else mounts) if fs == "cgroup2"), None)
+    own = (_own_groups() if own_groups is None else own_groups).get("")
     if mount is None or own is None:
         return "this machine mounts no cgroup v2"
     group = Path(mount) / own.lstrip("/")
@@ -93,11 +93,12 @@ def _v2() -> Hierarchy | str:
     return Hierarchy(2, (parent,))
 
 
-def _v1() -> Hierarchy | str:
-    own = _own_groups()
+def _v1(mounts: list | None = None, own_groups: dict | None = None) -> Hierarchy | str:
+    own = _own_groups() if own_groups is None else own_groups
+    mounts = _mounts() if mounts is None else mounts
     parents = []
     for controller in CONTROLLERS:
-        mount = next((point for point, fs, options in _mounts() if fs == "cgroup" and controller in options), None)
+        mount = next((point for point, fs, options in mounts if fs == "cgroup" and controller in options), None)
         if mount is None or controller not in own:
             return f"this machine mounts no cgroup v1 {controller} hierarchy"
         parent = Path(mount) / own[controller].lstrip("/")
