@@ -133,6 +133,9 @@ INSPECT = """() => {
   for (const a of body.querySelectorAll(within('a[href]'))) {
     if (!/^(https?:|mailto:)/i.test(a.getAttribute('href'))) found.foreignLinks.push(a.outerHTML.slice(0, 100));
   }
+  for (const el of body.querySelectorAll('mjx-container [style]')) {
+    if (/position|url\\(/i.test(el.getAttribute('style'))) found.styled.push(el.outerHTML.slice(0, 100));
+  }
   for (const img of body.querySelectorAll('img')) {
     if (img.hasAttribute('src') && !img.getAttribute('src').startsWith('data:image/')) found.pictures.push(img.outerHTML.slice(0, 100));
   }

@@ -26,7 +26,10 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
+from nbgrader.api import Gradebook
 from playwright.sync_api import sync_playwright
+
+from qkv_grading.pipeline import COURSE_ID
 
 from .browser_support import CHROMIUM, launch_chromium
 from .exercise_support import nbgrader, solution_lines, write_notebook
@@ -41,15 +44,19 @@ PAGE_TIMEOUT_MS = 60_000
 # grades and comments, and MathJax from the course folder.
 GRADING_PAGE_NEEDS = ("/formgrader/static/", "/formgrader/api/grade", "/formgrader/api/comment",
                       "/files/feedback/_mathjax/")
+NAMES = (f"<img src=x onerror=\"{RUN}\">", f"</a><script>{RUN}</script>")
 COMMENT = "Good start. <b>Shown</b> as written: <script>alert('comment')</script>"
 
 
 @pytest.fixture(scope="module")
 def course(adversarial_class, tmp_path_factory):
-    """A copy of the graded class, so that grading by hand changes nothing the other tests read."""
+    """A copy of the graded class, so that grading by hand changes nothing the other tests read, with the
+    hostile student's names in the gradebook made of markup too (as a roster imported into nbgrader may be)."""
     copy = tmp_path_factory.mktemp("manual") / "course"
     shutil.copytree(adversarial_class["course"], copy, symlinks=True,
                     ignore=shutil.ignore_patterns("journal"))
+    with Gradebook(f"sqlite:///{copy / 'gradebook.db'}", COURSE_ID) as gradebook:
+        gradebook.update_or_create_student(STUDENT, last_name=NAMES[0], first_name=NAMES[1])
     return copy
 
 
@@ -156,7 +163,7 @@ def test_a_hostile_submission_shows_its_markup_as_text_and_runs_none_of_it(serve
     for written in (f"<script>{RUN}</script>", '<img src="x" onerror=', r"$\href{javascript:alert(1)}{x}$",
                     "![svg](attachment:evil.svg)"):
         assert written in text, f"{written!r} is not shown as the student wrote it"
-    assert visited["acted"].strip() == STUDENT, f"the page names the student {visited['acted']!r}"
+    assert visited["acted"].strip() == f"{NAMES[0]}, {NAMES[1]}", f"the page names the student {visited['acted']!r}"
 
 
 @pytest.fixture(scope="module")
@@ -235,3 +242,5 @@ def test_the_lists_of_submissions_and_students_show_ids_as_text(server, instruct
         assert not seen["pwned"] and not students, (path, students)
         if "manage_students" in path:  # (the gradebook's list shows "Submission #n" until names are revealed)
             assert STUDENT in seen["text"], f"{path} does not show {STUDENT!r}"
+            if path == "formgrader/manage_students":
+                assert f"{NAMES[0]}, {NAMES[1]}" in seen["text"], f"{path} does not show the names as written"
