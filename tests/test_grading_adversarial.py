@@ -28,7 +28,7 @@ import threading
 import numpy as np
 import pytest
 
-from qkv import examples
+from qkv_exercises import variants
 from qkv_exercises.checking import format_number
 from qkv_exercises.checks import seed_for
 from qkv_exercises.identity import student_variant
@@ -97,7 +97,7 @@ def attacks(course, listener_port) -> dict:
     writes = "\n".join(f"try:\n    open({str(t)!r}, 'w').write('tampered')\n    print('WROTE', {str(t)!r})\n"
                        f"except Exception as err:\n    print('could not write:', type(err).__name__)" for t in targets)
     # honest_a's answers, typed in by hand: right for honest_a's numbers only
-    theirs = examples.q1_example(student_variant(PS2, "honest_a"))
+    theirs = variants.q1_example(student_variant(PS2, "honest_a"))
     copied = np.round(theirs.Q @ theirs.K.T, 2).tolist()
     return {
         "patcher": (PS2, with_cells(blank, {"answer_scores_q1": (
@@ -300,7 +300,7 @@ def test_no_process_of_a_sandbox_is_left_and_no_connection_was_made(graded):
 
 def _hidden_expected_values(course, student) -> list[str]:
     """The expected values of the probe's hidden checks for ``student``, computed here with numpy."""
-    ex = examples.q1_example(student_variant(PROBE, student))
+    ex = variants.q1_example(student_variant(PROBE, student))
     scores = ex.Q @ ex.K.T / np.sqrt(2)
     weights = np.exp(scores) / np.exp(scores).sum()
     key = (course / ".grading" / "key").read_text(encoding="ascii").strip()
