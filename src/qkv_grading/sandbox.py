@@ -45,6 +45,7 @@ it could make no kernel key.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import importlib.metadata
@@ -335,4 +336,23 @@ def run_job(job: dict, limits: dict | Limits | None = None) -> bytes:
                                        start_new_session=True, pass_fds=tuple(descriptors.values()))
         except OSError as err:
             return run_record.failed(f"could not start bwrap: {err}")
-        return channel.drive(process, job, limits, SITE, STOP, started)
+        data = channel.drive(process, job, limits, SITE, STOP, started)
+        if group is not None and group.memory_exceeded():
+            data = _out_of_memory(data, limits)
+        return data
+
+
+def _out_of_memory(data: bytes, limits: Limits) -> bytes:
+    """The record of a run whose process the kernel killed at the sandbox's memory limit, saying so."""
+    from . import run_record
+
+    try:
+        record = run_record.decode(data)
+    except run_record.RecordRefused:
+        return data
+    if record.status != "killed":
+        return data  # another process of the sandbox was ended; the run itself went on
+    size = limits.sandbox_memory
+    shown = f"{size / (1 << 30):g} GiB" if size >= 1 << 30 else f"{size / (1 << 20):g} MiB"
+    reason = f"the sandbox ran out of its {shown} of memory"
+    return run_record.encode(dataclasses.replace(record, reason=reason))

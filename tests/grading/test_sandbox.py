@@ -16,7 +16,7 @@ import threading
 
 import pytest
 
-from qkv_grading import cgroups, identities, sandbox
+from qkv_grading import cgroups, identities, run_record, sandbox
 
 from ..local_users import GRADER, local_user, run_as
 from ..sandbox_attacks import holes, job, printed, status
@@ -99,6 +99,12 @@ def test_a_sandbox_is_bounded_in_memory_as_a_whole():
     lines = printed(data)
     assert not holes(lines), lines
     assert status(data) == "killed" or "memory: a process was stopped" in lines, (status(data), lines)
+    # One process past the sandbox's memory (and under its own limit) is the one killed, and the record says why.
+    hog = "block = bytearray(400 << 20)\nfor i in range(0, len(block), 4096):\n    block[i] = 1\nprint('HOLE held')"
+    record = run_record.decode(sandbox.run_job({"problem_set": "ps0", "givens": {}, "cells": [{"id": 0, "run": hog}]},
+                                               LIMITS))
+    assert (record.status, record.signal) == ("killed", 9), record
+    assert record.reason == "the sandbox ran out of its 320 MiB of memory"
 
 
 @pytest.fixture(scope="module")
