@@ -131,6 +131,23 @@ def describe() -> str:
     return f"memory bounded per process only, since no cgroup can be made for a sandbox ({found})"
 
 
+def _remove_abandoned(hierarchy: Hierarchy) -> None:
+    """Remove the empty groups of graders that were killed before they could remove them
+    (``qkv-sandbox-<pid>-...`` of a pid that no longer runs)."""
+    for parent in hierarchy.parents:
+        try:
+            names = [p for p in parent.iterdir() if p.name.startswith("qkv-sandbox-")]
+        except OSError:
+            continue
+        for folder in names:
+            pid = folder.name.split("-")[2]
+            if pid.isdigit() and not Path("/proc", pid).exists():
+                try:
+                    folder.rmdir()  # fails while a process is left in it: then it stays
+                except OSError:
+                    pass
+
+
 class SandboxGroup:
     """The control group of one sandbox (see the module docstring); ``None`` folders when there is none."""
 
@@ -143,6 +160,7 @@ class SandboxGroup:
         hierarchy = kind()
         if not isinstance(hierarchy, Hierarchy):
             return None
+        _remove_abandoned(hierarchy)
         name = f"qkv-sandbox-{os.getpid()}-{secrets.token_hex(6)}"
         folders = []
         try:

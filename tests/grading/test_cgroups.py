@@ -7,6 +7,8 @@ the parent folder and the files written are seen for each kind.
 
 from __future__ import annotations
 
+import os
+
 from qkv_grading import cgroups
 
 
@@ -59,3 +61,10 @@ def test_a_sandboxs_command_moves_itself_into_every_folder_of_its_group_before_b
     prefix = group.enter()
     assert prefix[:2] == ["/bin/sh", "-c"] and prefix[-3:] == [str(tmp_path / "m" / "cgroup.procs"),
                                                                str(tmp_path / "p" / "cgroup.procs"), "--"]
+
+
+def test_the_empty_groups_of_a_grader_that_was_killed_are_removed_and_no_others(tmp_path):
+    abandoned, running = tmp_path / "qkv-sandbox-999999999-abc", tmp_path / f"qkv-sandbox-{os.getpid()}-def"
+    abandoned.mkdir(), running.mkdir()
+    cgroups._remove_abandoned(cgroups.Hierarchy(1, (tmp_path,)))
+    assert not abandoned.exists() and running.exists()
