@@ -213,3 +213,19 @@ def test_the_term_check_sees_plurals_and_not_code():
     assert uses_term("the queries of head 1", "query")
     assert not uses_term("`qkv.project` records the steps", "project")
     assert not uses_term("$K$ and `key_mask`", "key")
+
+
+@pytest.mark.parametrize("name", ["sphinx", "course", "qkv_book"])
+def test_every_message_of_the_theme_the_extensions_and_the_kernels_is_in_its_catalogue(name):
+    """What `make translations` would extract (locales/extract_messages.py) is all in the catalogue,
+    so a new `_()` in a chapter or in qkv_book cannot reach the site untranslated."""
+    sys.path.insert(0, str(ROOT / "locales"))
+    import extract_messages
+
+    template = {"sphinx": extract_messages.theme_catalogue, "course": extract_messages.course_catalogue,
+                "qkv_book": extract_messages.kernel_catalogue}[name]()
+    path = next(path for path in CATALOGUES if catalogue_name(path) == name)
+    have = {source for source, _target in translated(path)}
+    wanted = {m.id if isinstance(m.id, str) else "\n".join(m.id) for m in template if m.id}
+    missing = sorted(message for message in wanted - have if needs_translation(message))
+    assert not missing or name in PENDING_CATALOGUES, f"{name}: not translated (run `make translations`): {missing}"
