@@ -6,8 +6,8 @@ every other student still gets a grade, and every student has a row in grades.cs
 Also: releasing prints every problem set; a zip downloaded from a learning platform is collected
 by the platform's file names (ids with ``_``, resubmissions, archives inside never unpacked); ids
 that are not safe are refused and the others graded; grades.csv is valid CSV for any id; a grading
-run that is killed keeps its grades and the next run finishes; a Dask cluster of two workers gives
-the same grades as the local run.
+run that is killed keeps its grades and the next run finishes; a Dask cluster of two workers over
+TLS gives the same grades as the local run, and one without TLS is refused.
 """
 
 from __future__ import annotations
@@ -144,18 +144,42 @@ def test_feedback_loads_nothing_from_another_host(broken_batch):
         assert (page.parent / script).resolve().is_file(), f"{script} does not exist next to the feedback"
 
 
-def test_a_dask_cluster_of_two_workers_gives_the_same_grades(broken_batch):
-    """The same class graded again on a local Dask cluster (two worker processes on 127.0.0.1)."""
-    from distributed import LocalCluster
+INTRUDER = """
+import sys, time
+from distributed import Client
+for attempt in range(30):
+    try:
+        client = Client(sys.argv[1], timeout=3)
+        print("CONNECTED", client.submit(sum, [1, 2]).result(timeout=5), list(client.who_has()), flush=True)
+    except Exception as err:
+        print("refused", type(err).__name__, flush=True)
+    time.sleep(0.5)
+"""
 
+
+def test_a_tls_dask_cluster_of_two_workers_gives_the_same_grades(broken_batch, grading_cluster):
+    """The same class graded again on a Dask cluster over TLS (a scheduler and two workers on 127.0.0.1,
+    the workers as an unprivileged user, set up as the instructors' page says)."""
     course, _, folder = broken_batch
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address="127.0.0.1:0") as cluster:
-        result = grading(course, "grade", str(folder), "--timeout", "30", "--fresh", "--dask", cluster.scheduler_address)
+    address = grading_cluster["address"]
+    # Meanwhile a peer without a certificate keeps trying to join, submit work and read results.
+    intruder = subprocess.Popen([sys.executable, "-c", INTRUDER, address], stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True)
+    result = grading(course, "grade", str(folder), "--timeout", "30", "--fresh", "--dask", address,
+                     "--certificates", str(grading_cluster["certificates"] / "grader"))
+    intruder.terminate()
+    tried = intruder.communicate(timeout=60)[0]
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "on the Dask cluster at tcp://127.0.0.1:" in result.stdout
+    assert "on the Dask cluster at tls://127.0.0.1:" in result.stdout
+    assert "refused" in tried and "CONNECTED" not in tried, tried
     grades = {s: score for (s, ps), score in read_grades(course / "grades.csv").items() if ps == PS2}
     assert grades == EXPECTED, result.stdout
+
+
+def test_grading_on_a_cluster_without_tls_is_refused(broken_batch):
+    course, _, folder = broken_batch
+    result = grading(course, "grade", str(folder), "--dask", "tcp://127.0.0.1:8786")
+    assert result.returncode == 1 and "must start with tls://" in result.stderr, result.stderr
 
 
 def _platform_zip(tmp_path, members: dict[str, dict | bytes]) -> "os.PathLike":
@@ -236,10 +260,19 @@ def test_a_zip_from_a_learning_platform_is_collected_by_the_platforms_user_ids(r
     timestamps = {row[3]: row[2] for row in csv.reader((course / "grades.csv").open(encoding="utf-8"))}
     assert all(timestamps[u] for u in users), "every hand-in has the time it was handed in"
 
+    # hana's hand-in is replaced by one with a slip; the regrade of what was collected says what changed
+    write_notebook(course / "submitted" / "4711" / PS2 / f"{PS2}.ipynb", slip)
     regraded = grading(course, "grade", str(course / "submitted"), "--problem-set", PS2)
     assert regraded.returncode == 0, regraded.stdout + regraded.stderr
-    assert {s: g for (s, ps), g in read_grades(course / "grades.csv").items() if s in users} == users, \
-        "a regrade of what was collected keeps each platform student's numbers"
+    assert {s: g for (s, ps), g in read_grades(course / "grades.csv").items() if s in users} == {
+        **users, "4711": FULL - 1}, "a regrade of what was collected keeps each platform student's numbers"
+    assert f"{PS2}  4711: {FULL:g} -> {FULL - 1:g} / {FULL:g}" in regraded.stdout
+    assert f"the regrade changed its score: {FULL:g} -> {FULL - 1:g}" in "\n".join(
+        student_lines(regraded.stdout, "4711"))
+    assert "the regrade changed" not in "\n".join(student_lines(regraded.stdout, "4712"))
+    with (course / "grades.csv").open(encoding="utf-8", newline="") as f:
+        previous = {row["student_id"]: row["previous_score"] for row in csv.DictReader(f) if row["assignment"] == PS2}
+    assert previous["4711"] == f"{float(FULL)}" and previous["4712"] == "", previous
 
 
 def test_odd_folder_names_are_graded_and_unsafe_ones_refused(released, tmp_path):
@@ -289,7 +322,7 @@ def test_a_killed_run_keeps_its_grades_and_the_next_run_finishes(released, tmp_p
     from .grading_support import LAUNCH, PROBE_FOLDER  # the same command as grading()
     from qkv_grading.pipeline import nbgrader_env
 
-    process = subprocess.Popen([sys.executable, "-c", LAUNCH, str(PROBE_FOLDER), "--course", str(course), "grade",
+    process = subprocess.Popen([sys.executable, "-c", LAUNCH, str(PROBE_FOLDER), "-", "--course", str(course), "grade",
                                 str(folder), "--timeout", "30", "--workers", "1"], cwd=tmp_path, env=nbgrader_env(),
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     done = []

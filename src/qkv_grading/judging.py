@@ -119,7 +119,9 @@ def judge(plan: Plan, student: str, key: str, cells: list[RunCell], record: RunR
     budget.check("judging")
     graded.notes.extend(_solved_for_note(record.solved_for, student, variant_id))
     if record.dropped:
-        graded.notes.append(f"{record.dropped} lines sent back by the notebook were not answers and were ignored")
+        one = record.dropped == 1
+        graded.notes.append(f"ignored {record.dropped} line{'' if one else 's'} sent back by the notebook that "
+                            f"{'is' if one else 'are'} not the runner's records")
     return graded
 
 
@@ -154,6 +156,7 @@ def _stop_note(record: RunRecord, by_job: dict, limits) -> str | None:
         why = f"the notebook {record.reason or 'sent back too much'}{where}; the rest was not read"
     elif record.status == "killed":
         why = f"the notebook's process was killed (signal {record.signal}){where}"
+        why += f": {record.reason}" if record.reason else ""  # the sandbox's memory limit, when it was that
     else:
         runner = record.stderr.strip().splitlines()
         detail = f": {runner[-1][:200]}" if runner else ""

@@ -6,24 +6,31 @@ Run from the repository (``make release``, ``make grade SUBMISSIONS=...``) or di
     python -m qkv_grading grade SUBMISSIONS            # a folder submitted/<student>/<ps>/ or a platform's .zip
     python -m qkv_grading collect SUBMISSIONS          # only copy or unzip into exercises/submitted/
     python -m qkv_grading export                       # only write exercises/grades.csv from the gradebook
+    python -m qkv_grading certificates [FOLDER]        # the certificates of a Dask cluster (TLS both ways)
 
 ``grade`` collects the hand-ins (:mod:`qkv_grading.collect`), then grades each one in
 two steps:
 
 1. the pure step, in a sandbox (:mod:`qkv_grading.sandbox`): the submission's cells run
-   with the givens of the variant of the id it is filed under, and the answers come
-   back as JSON. Submissions run side by side on the local cores, or on the workers
-   of a Dask cluster (``--dask ADDRESS``);
-2. the trusted step, in this process only, as each result arrives: every check judged
-   by qkv (:mod:`qkv_grading.judging`), the points written to nbgrader's gradebook
+   with the givens of the variant it is graded with, and its run record comes back as
+   plain bytes (:mod:`qkv_grading.run_record`). Submissions run side by side on the
+   local cores, or on the workers of a Dask cluster over TLS with certificates both ways
+   (``--dask tls://ADDRESS``, :mod:`qkv_grading.cluster`), only a few more at a time than
+   there are sandboxes, so that memory does not grow with the class;
+2. the trusted step, in this process only, as each record arrives (:class:`Grading`):
+   the record decoded within its bounds and time budget, every check judged by qkv
+   (:mod:`qkv_grading.judging`), the points written to nbgrader's gradebook
    (:mod:`qkv_grading.gradebook`), the autograded notebook and the feedback page
-   written (:mod:`qkv_grading.feedback`).
+   written (:mod:`qkv_grading.feedback`), the record added to the journal; then the
+   record is dropped.
 
 Then ``grades.csv`` is exported and a table of scores printed, with the reason for
 every submission that could not be fully run. A submission that cannot be graded
-at all (not a notebook, no notebook of the right name) gets 0 points and its reason;
-none ever stops the others. A run that is stopped keeps every grade written so far,
-and the next run takes up where it stopped (:mod:`qkv_grading.journal`).
+at all (not a notebook, no notebook of the right name, a record refused) gets 0
+points and its reason; none ever stops the others. A run that is stopped keeps every
+grade written so far, and the next run takes up where it stopped, reading the journal
+one record at a time (:mod:`qkv_grading.journal`). Every line printed goes through
+:func:`~qkv_grading.safe_text.for_terminal`: no text of a student reaches the terminal raw.
 """
 
 from __future__ import annotations
@@ -45,7 +52,7 @@ from qkv_exercises.problem_sets import order as problem_set_order
 
 from . import collect as collecting
 from . import feedback as feedbacks
-from . import gradebook, jobs, judging, run_record, sandbox
+from . import cluster, gradebook, jobs, judging, private_files, run_record, sandbox
 from .collect import Submission
 from .journal import Journal, result_key
 from .safe_text import for_terminal
@@ -84,6 +91,11 @@ class Course:
 
     def feedback(self, student: str, problem_set: str) -> Path:
         return self.root / "feedback" / student / problem_set
+
+    @property
+    def cluster_folder(self) -> Path:
+        """Where ``certificates`` puts the cluster's certificates by default (the grader's stay here)."""
+        return self.root / ".grading" / "cluster"
 
 
 def nbgrader_env() -> dict[str, str]:
@@ -290,15 +302,17 @@ def _ensure_released(course: Course, plans: list[jobs.Plan], out: Printer) -> No
         release(course, out, stale)
 
 
-def run_jobs(tasks: Iterable[Task], limits: sandbox.Limits, workers: int,
-             dask: str | None) -> Iterator[tuple[Task, bytes]]:
-    """Run the tasks' jobs (the pure step) and yield each with its run record's bytes as it finishes.
+def run_jobs(tasks: Iterable[Task], limits: sandbox.Limits, workers: int, dask: str | None,
+             certificates: Path | None = None) -> Iterator[tuple[Task, bytes]]:
+    """Run the tasks' jobs (the pure step) and yield each with its run record's bytes as it finishes:
+    in sandboxes on this machine, or on the Dask cluster at ``dask`` with the grader's ``certificates``
+    (:mod:`qkv_grading.cluster`).
 
     ``tasks`` is read only as sandboxes come free, at most two per sandbox ahead, and each
     record is yielded (and then dropped) as it comes: memory does not grow with the class.
     """
     if dask:
-        yield from _run_on_dask(tasks, limits, dask)
+        yield from cluster.run_jobs(tasks, limits.as_dict(), dask, certificates)
         return
     sandbox.STOP.clear()
     tasks, workers = iter(tasks), max(1, workers)
@@ -307,17 +321,30 @@ def run_jobs(tasks: Iterable[Task], limits: sandbox.Limits, workers: int,
         try:
             while True:
                 while len(running) < 2 * workers and (task := next(tasks, None)) is not None:
-                    running[pool.submit(sandbox.run_job, task.job, limits.as_dict())] = task
+                    running[pool.submit(_timed_run_job, task.job, limits.as_dict())] = task
                     task.job = None
                 if not running:
                     return
                 finished, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
                 for future in finished:
-                    yield running.pop(future), _result_of(future)
+                    task = running.pop(future)
+                    try:
+                        data, seconds = future.result()
+                        task.sub.trusted_seconds += seconds
+                    except Exception:
+                        data = _result_of(future)
+                    yield task, data
         finally:  # stopped (Ctrl-C) or done: nothing still waiting runs, nothing still running goes on
             for future in running:
                 future.cancel()
             sandbox.STOP.set()
+
+
+def _timed_run_job(job: dict, limits: dict) -> tuple[bytes, float]:
+    """:func:`sandbox.run_job` in this process, and the CPU time its thread spent (reading the channel)."""
+    started = time.thread_time()
+    data = sandbox.run_job(job, limits)
+    return data, time.thread_time() - started
 
 
 def _result_of(future) -> bytes:
@@ -325,35 +352,6 @@ def _result_of(future) -> bytes:
         return future.result()
     except Exception as err:  # the machinery failed (not the submission): reported, never graded as 0
         return run_record.failed(f"{type(err).__name__}: {str(err)[:300]}")
-
-
-def _run_on_dask(tasks: Iterable[Task], limits: sandbox.Limits, address: str) -> Iterator[tuple[Task, bytes]]:
-    from distributed import Client, as_completed
-
-    with Client(address, timeout=30) as client:
-        tasks, running = iter(tasks), {}
-        ahead = 2 * max(1, sum(client.nthreads().values()))
-
-        def submit():
-            task = next(tasks, None)
-            if task is not None:
-                future = client.submit(sandbox.run_job, task.job, limits.as_dict(), key=f"qkv-grade-{task.key}",
-                                       pure=False)
-                running[future], task.job = task, None
-                queue.add(future)
-            return task
-
-        queue = as_completed()
-        while len(running) < ahead and submit() is not None:
-            pass
-        try:
-            for future in queue:
-                task, data = running.pop(future), _result_of(future)
-                future.release()
-                submit()
-                yield task, data
-        finally:
-            client.cancel(list(running))
 
 
 class Progress:
@@ -392,18 +390,26 @@ def terminal_printer(out: Printer) -> Printer:
 
 
 def grade(course: Course, submissions: Path, *, problem_set: str | None = None, timeout: float | None = None,
-          workers: int | None = None, dask: str | None = None, fresh: bool = False, progress_bar: bool | None = None,
-          out: Printer = print) -> list[Submission]:
+          workers: int | None = None, dask: str | None = None, certificates: Path | None = None, fresh: bool = False,
+          progress_bar: bool | None = None, out: Printer = print) -> list[Submission]:
     """Collect, grade (sandbox, then judge), write the gradebook, feedback and ``grades.csv``; print a summary."""
     started = time.perf_counter()
     out = terminal_printer(out)
-    if not dask:
+    if dask:
+        certificates = Path(certificates) if certificates else course.cluster_folder / "grader"
+        try:
+            cluster.check_address(dask)
+            cluster.role_files(certificates, "grader")
+        except cluster.ClusterError as err:
+            raise GradingError(str(err)) from None
+    else:
         try:
             sandbox.check_available()
         except sandbox.SandboxUnavailable as err:
             raise GradingError(str(err)) from None
         if not sandbox.privileged():
             out(f"Note: {sandbox.weaker_without_root()}.")
+        out(f"Sandboxes: {sandbox.isolation()}.")
     subs = collect(course, submissions, problem_set, out)
     if not subs:
         out("Nothing to grade.")
@@ -424,11 +430,11 @@ def grade(course: Course, submissions: Path, *, problem_set: str | None = None, 
     try:
         with gradebook.Writer(course.db_url, COURSE_ID) as writer:
             run = Grading(course, writer, plans, limits, bar, fresh, rerun=bool(dask) or workers > 1)
-            for task, data in run_jobs(run.pending(subs), limits, workers, dask):
+            for task, data in run_jobs(run.pending(subs), limits, workers, dask, certificates):
                 run.receive(task, data)
             # A notebook stopped at its time limit runs once more on its own, after the others, so that
             # no other notebook's load (a fork bomb next to it) can cost it marks.
-            for task, data in run_jobs(run.pending(run.again, rerun=True), limits, 1, dask):
+            for task, data in run_jobs(run.pending(run.again, rerun=True), limits, 1, dask, certificates):
                 run.receive(task, data, rerun=True)
             run.tidy_journals()
     except KeyboardInterrupt:
@@ -482,10 +488,12 @@ class Grading:
             data = self.journals[sub.problem_set].record(offset) if offset is not None else None
             if data is not None:
                 budget = run_record.Budget(self.bounds.judging_seconds)
+                started = time.thread_time()
                 try:
                     record = run_record.decode(data, self.bounds, budget)
                 except run_record.RecordRefused:  # a journal of another version: run it again
                     record = None
+                sub.trusted_seconds += time.thread_time() - started
                 if record is not None:
                     self.finish(task, record, budget, from_journal=True)
                     continue
@@ -510,10 +518,14 @@ class Grading:
         run again later, or reported as the machine's failure."""
         sub = task.sub
         budget = run_record.Budget(self.bounds.judging_seconds)
+        started = time.thread_time()
         try:
             record = run_record.decode(data, self.bounds, budget)
         except run_record.RecordRefused as err:
-            self.finish(task, None, budget, refused=str(err))
+            record, refused = None, str(err)
+        sub.trusted_seconds += time.thread_time() - started
+        if record is None:
+            self.finish(task, None, budget, refused=refused)
             return
         if record.status == "sandbox_failed":
             self.failed_machinery += 1
@@ -608,11 +620,31 @@ def _summary(subs: list[Submission], seconds: float, out: Printer) -> None:
         for note in sub.notes:
             out(f"{'':<{width}}    ! {note}")
     attention = [s for s in subs if s.notes]
+    costly = max(subs, key=lambda s: s.trusted_seconds)
     out("")
+    out(f"This process spent {sum(s.trusted_seconds for s in subs):.1f} s of CPU on the submissions (reading, "
+        f"judging, writing), at most {costly.trusted_seconds:.2f} s on one ({costly.student}, {costly.problem_set}).")
     out(f"Graded {len(subs)} submission{'s' if len(subs) != 1 else ''} in {seconds:.1f} s "
         f"({seconds / len(subs):.2f} s each); "
         f"{len(attention)} need a look (marked !), {sum(not s.gradable for s in subs)} could not be run "
         "(0 points, or not graded when the fault is the course's or the machine's).")
+
+
+# --------------------------------------------------------------------------- a cluster's certificates
+
+
+def make_certificates(course: Course | None, folder: Path | None, hosts: tuple[str, ...],
+                      out: Printer = print) -> Path:
+    """Make the cluster's authority and certificates (:func:`cluster.make_certificates`) in ``folder``
+    (default: the course's) and say where each goes."""
+    folder = Path(folder) if folder else course.cluster_folder
+    made = cluster.make_certificates(folder, hosts)
+    out(f"Certificates of a Dask cluster written to {shown(folder)}/ (each folder private to you; the authority's "
+        "key is not kept):")
+    out(f"  {shown(made['scheduler'])}/  copy to the scheduler's machine")
+    out(f"  {shown(made['worker'])}/  copy to each worker's machine, readable by the workers' user only")
+    out(f"  {shown(made['grader'])}/  stays here: grade --dask tls://HOST:8786 uses it")
+    return folder
 
 
 # --------------------------------------------------------------------------- command line
@@ -632,23 +664,36 @@ def main(argv: list[str] | None = None) -> int:
                              help="seconds each notebook may run (default: c.Sandbox.notebook_seconds, 60)")
             sub.add_argument("--workers", type=int, help="sandboxes side by side (default: the number of cores)")
             sub.add_argument("--dask", metavar="ADDRESS",
-                             help="run the sandboxes on the workers of this Dask scheduler (tcp://host:8786)")
+                             help="run the sandboxes on the workers of this Dask scheduler (tls://host:8786)")
+            sub.add_argument("--certificates", type=Path, metavar="FOLDER",
+                             help="the grader's certificates for --dask (default: .grading/cluster/grader/ of the "
+                                  "course)")
             sub.add_argument("--fresh", action="store_true", help="run every submission again, ignoring the journal")
     commands.add_parser("export", help="write grades.csv from the gradebook")
+    certificates = commands.add_parser("certificates", help="make the certificates of a Dask cluster (TLS both ways)")
+    certificates.add_argument("folder", type=Path, nargs="?",
+                              help="a new folder for them (default: .grading/cluster/ of the course)")
+    certificates.add_argument("--host", action="append", default=[],
+                              help="a name or address of a machine of the cluster, recorded in the certificates")
     args = parser.parse_args(argv)
     out = terminal_printer(lambda line: print(line, flush=True))
     try:
+        if args.command == "certificates" and args.folder:  # needs no course folder
+            make_certificates(None, args.folder, tuple(args.host), out)
+            return 0
         course = Course(args.course)
         if args.command == "release":
             release(course, out)
         elif args.command == "grade":
             grade(course, args.submissions, problem_set=args.problem_set, timeout=args.timeout, workers=args.workers,
-                  dask=args.dask, fresh=args.fresh, out=out)
+                  dask=args.dask, certificates=args.certificates, fresh=args.fresh, out=out)
+        elif args.command == "certificates":
+            make_certificates(course, args.folder, tuple(args.host), out)
         elif args.command == "collect":
             collect(course, args.submissions, args.problem_set, out)
         elif args.command == "export":
             export(course, out)
-    except (GradingError, ValueError) as err:
+    except (GradingError, ValueError, cluster.ClusterError, private_files.UnsafeLocation) as err:
         print(f"error: {for_terminal(err)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
