@@ -25,7 +25,7 @@ import threading
 import numpy as np
 import pytest
 
-from qkv import examples
+from qkv_exercises import variants
 from qkv_exercises.identity import student_variant
 
 from qkv_grading.pipeline import nbgrader_env
@@ -93,7 +93,7 @@ def attacks(course, listener_port) -> dict:
     writes = "\n".join(f"try:\n    open({str(t)!r}, 'w').write('tampered')\n    print('WROTE', {str(t)!r})\n"
                        f"except Exception as err:\n    print('could not write:', type(err).__name__)" for t in targets)
     # honest_a's answers, typed in by hand: right for honest_a's numbers only
-    theirs = examples.q1_example(student_variant(PS2, "honest_a"))
+    theirs = variants.q1_example(student_variant(PS2, "honest_a"))
     copied = np.round(theirs.Q @ theirs.K.T, 2).tolist()
     return {
         "patcher": (PS2, with_cells(blank, {"answer_scores_q1": (

@@ -200,10 +200,10 @@ def _typed_for(nb: dict, name: str) -> dict:
     """``nb`` solved by hand for the numbers of ``name``: its first answer typed in, and ``STUDENT_ID = name``."""
     import numpy as np
 
-    from qkv import examples
+    from qkv_exercises import variants
     from qkv_exercises.identity import student_variant
 
-    ex = examples.q1_example(student_variant(PS2, name))
+    ex = variants.q1_example(student_variant(PS2, name))
     nb = with_answer(nb, "answer_scores_q1", f"scores_q1 = {np.round(ex.Q @ ex.K.T, 2).tolist()}")
     for cell in nb["cells"]:
         if "student-id" in cell["metadata"].get("tags", []):

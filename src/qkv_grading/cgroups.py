@@ -76,9 +76,9 @@ def _writable(folder: Path, files: tuple[str, ...]) -> bool:
     return folder.is_dir() and all(os.access(folder / name, os.W_OK) for name in files)
 
 
-def _v2() -> Hierarchy | str:
-    mount = next((point for point, fs, _ in _mounts() if fs == "cgroup2"), None)
-    own = _own_groups().get("")
+def _v2(mounts: list | None = None, own_groups: dict | None = None) -> Hierarchy | str:
+    mount = next((point for point, fs, _ in (_mounts() if mounts is None else mounts) if fs == "cgroup2"), None)
+    own = (_own_groups() if own_groups is None else own_groups).get("")
     if mount is None or own is None:
         return "this machine mounts no cgroup v2"
     group = Path(mount) / own.lstrip("/")
@@ -93,11 +93,12 @@ def _v2() -> Hierarchy | str:
     return Hierarchy(2, (parent,))
 
 
-def _v1() -> Hierarchy | str:
-    own = _own_groups()
+def _v1(mounts: list | None = None, own_groups: dict | None = None) -> Hierarchy | str:
+    own = _own_groups() if own_groups is None else own_groups
+    mounts = _mounts() if mounts is None else mounts
     parents = []
     for controller in CONTROLLERS:
-        mount = next((point for point, fs, options in _mounts() if fs == "cgroup" and controller in options), None)
+        mount = next((point for point, fs, options in mounts if fs == "cgroup" and controller in options), None)
         if mount is None or controller not in own:
             return f"this machine mounts no cgroup v1 {controller} hierarchy"
         parent = Path(mount) / own[controller].lstrip("/")
@@ -130,6 +131,23 @@ def describe() -> str:
     return f"memory bounded per process only, since no cgroup can be made for a sandbox ({found})"
 
 
+def _remove_abandoned(hierarchy: Hierarchy) -> None:
+    """Remove the empty groups of graders that were killed before they could remove them
+    (``qkv-sandbox-<pid>-...`` of a pid that no longer runs)."""
+    for parent in hierarchy.parents:
+        try:
+            names = [p for p in parent.iterdir() if p.name.startswith("qkv-sandbox-")]
+        except OSError:
+            continue
+        for folder in names:
+            pid = folder.name.split("-")[2]
+            if pid.isdigit() and not Path("/proc", pid).exists():
+                try:
+                    folder.rmdir()  # fails while a process is left in it: then it stays
+                except OSError:
+                    pass
+
+
 class SandboxGroup:
     """The control group of one sandbox (see the module docstring); ``None`` folders when there is none."""
 
@@ -142,6 +160,7 @@ class SandboxGroup:
         hierarchy = kind()
         if not isinstance(hierarchy, Hierarchy):
             return None
+        _remove_abandoned(hierarchy)
         name = f"qkv-sandbox-{os.getpid()}-{secrets.token_hex(6)}"
         folders = []
         try:
