@@ -90,9 +90,9 @@ def data_attacks(course) -> dict:
             "    channel(json.dumps({'end_of_cell': later, 'nonce': '0' * 32}).encode() + b'\\n')\n"
             "os._exit(0)")]}), {}, 2, ["process ended (exit code 0)"]),
         "flood": (PS2, _in_added_cells(blank, CHANNEL + "for _ in range(80):\n    channel(b'x' * (1 << 20))"),
-                  {}, 0, ["sent back more than 64 MB"]),
+                  {}, 0, ["the notebook sent back more than 64 MB"]),
         "record_full": (PS2, _in_added_cells(blank, *[full + f"  # {n}" for n in range(6)]),
-                        {}, 0, ["its answers and output reached 16 MB"]),
+                        {}, 0, ["the notebook sent back answers and output of more than 16 MB"]),
         "many_values": (PS2, _in_added_cells(blank, *[CHANNEL + f"record(THIS_CELL, outputs=[], value=[0] * 1_000_000)  # {n}"
                                                       for n in range(5)]),
                         {}, 0, ["refused", "values, more than 2000000"]),
