@@ -207,7 +207,8 @@ def test_no_translation_uses_mainland_vocabulary(path):
 
 def english_words(text: str) -> str:
     """``text`` without its code, math, roles and link targets: the words a reader reads."""
-    text = re.sub(r"\{[\w:.-]+\}`[^`]*`|``[^`]*``|`[^`]*`|\$[^$]*\$|\]\([^)]*\)", " ", text)  # ``rst literal`` too
+    # MyST and reST roles ({doc}`x`, :data:`x`), code (``literal`` too), math and link targets
+    text = re.sub(r"\{[\w:.-]+\}`[^`]*`|:[\w:.-]+:`[^`]*`|``[^`]*``|`[^`]*`|\$[^$]*\$|\]\([^)]*\)", " ", text)
     return text.lower()
 
 
@@ -251,6 +252,7 @@ def test_the_term_check_sees_plurals_and_not_code():
     assert not uses_term("`qkv.project` records the steps", "project")
     assert not uses_term("$K$ and `key_mask`", "key")
     assert not uses_term("when ``mask`` is not boolean (a docstring's literal)", "mask")
+    assert not uses_term("one of :data:`HEAD_PATTERNS`", "data")
 
 
 @pytest.mark.parametrize("name", ["sphinx", "course", "qkv_book"])
