@@ -120,6 +120,8 @@ _MARKUP = re.compile(r"(?P<eval>\{eval\}`[^`]*`)|(?P<role>\{[\w:.-]+\}`[^`]*`)|(
                      r"|(?P<field>\{[a-z_]*(?:![rs])?(?::[^{}]*)?\}|%\([a-z_]+\)s)", re.DOTALL)
 KINDS = {"eval": "{eval} expression", "role": "role", "code": "inline code", "display": "display math",
          "math": "inline math", "link": "link target", "field": "format field"}
+# A reST role, as the reference page's docstrings write them: :func:`qkv.softmax`, :math:`e^x`.
+_REST_ROLE = re.compile(r"(?<![\w`{]):([a-z]+(?::[a-z]+)?):`")
 
 
 def markup(text: str) -> dict[str, Counter]:
@@ -128,6 +130,7 @@ def markup(text: str) -> dict[str, Counter]:
     A role's title is prose, and is translated: a role counts by its name and target, so
     ``{doc}`why √d_k chapter <why_sqrt_dk>``` counts as ``{doc}`<why_sqrt_dk>```."""
     found = {kind: Counter() for kind in KINDS.values()}
+    text = _REST_ROLE.sub(r"{\1}`", text)  # a docstring's :func:`x` is translated as MyST's {func}`x`
     for match in _MARKUP.finditer(text):
         kind = match.lastgroup
         kept = match.group(kind)
@@ -153,6 +156,16 @@ def test_a_translation_keeps_every_eval_math_role_code_and_link_of_its_source(pa
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.parametrize("path", [p for p in CATALOGUES if catalogue_name(p).startswith("book/")], ids=catalogue_name)
+def test_a_pages_translation_writes_its_roles_as_myst_does(path):
+    """Sphinx parses a translation with its page's parser, and every page is MyST: a docstring's
+    :func:`qkv.softmax` (reST) is written {func}`qkv.softmax` in its translation, or the reader
+    sees ":func:" and no link."""
+    found = [(source[:50], _REST_ROLE.findall(target)) for source, target in translated(path)
+             if _REST_ROLE.search(target)]
+    assert not found, f"{catalogue_name(path)}: reST roles in translations, write {{func}}`x`: {found}"
+
+
 def test_the_markup_check_sees_a_dropped_eval_and_a_changed_formula():
     source = markup("Head 1 has {eval}`n` numbers, $d_k =$ {eval}`d`, see {doc}`notation` and `qkv`.")
     assert source["{eval} expression"] != markup("第 1 個頭有 {eval}`n` 個數。")["{eval} expression"]
@@ -162,6 +175,9 @@ def test_the_markup_check_sees_a_dropped_eval_and_a_changed_formula():
     assert titled == markup("{doc}`為什麼除以 √d_k 那一章 <why_sqrt_dk>`")["role"]
     assert titled != markup("{doc}`為什麼除以 √d_k 那一章 <notation>`")["role"]
     assert source["inline code"] == Counter({"`qkv`": 1})
+    docstring = markup("Inverse of :func:`split_heads`, with :math:`e^x`.")["role"]
+    assert docstring == markup("{func}`split_heads` 的逆運算，含 {math}`e^x`。")["role"]
+    assert docstring != markup("{func}`merge_heads` 的逆運算，含 {math}`e^x`。")["role"]
 
 
 # --------------------------------------------------------------------------- Taiwan usage
