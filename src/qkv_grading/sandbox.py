@@ -358,13 +358,16 @@ def run_job(job: dict, limits: dict | Limits | None = None) -> bytes:
         return data
 
 
-def _first_process(status: int, process: subprocess.Popen, seconds: float = 60) -> int | None:
+def _first_process(status: int, process: subprocess.Popen) -> int | None:
     """A pidfd of the sandbox's first process (pid 1 of its process namespace), whose pid bwrap
-    writes first on ``--json-status-fd``; None when bwrap ended (or took ``seconds``) before starting it.
+    writes first on ``--json-status-fd``; None when bwrap ended (or took longer than a sandbox's
+    start may, :func:`channel.startup_seconds`) before starting it.
 
     While bwrap runs, that process is its child, alive or not yet reaped, so its pid names no other."""
+    from . import channel
+
     line = bytearray()
-    deadline = time.monotonic() + seconds
+    deadline = time.monotonic() + channel.startup_seconds()
     while b"\n" not in line and time.monotonic() < deadline and not STOP.is_set():
         if select.select([status], [], [], 0.5)[0]:
             chunk = os.read(status, 4096)
