@@ -25,22 +25,25 @@ window one too wide.
 from __future__ import annotations
 
 import functools
-import itertools
 
 import numpy as np
 
-from qkv import PUBLISHED_SHAPES, alibi_slopes, examples, kv_cache_bytes
-from qkv.attention import linear, scaled_dot_product_attention, softmax
+from qkv.attention import linear, softmax
 from qkv.decoding import decode_with_cache
+from qkv.examples import BiasedRowExample, GroupedHeadsExample, KVCacheExample, SlidingWindowExample
 from qkv.grouped import grouped_query_attention
 from qkv.patterns import sliding_window_mask
 from qkv.validate import shape_str
-from qkv.variants import VariantDraw, apart_from_seed
 
+from .. import variants
 from ..checking import CODE_TOLERANCE, HAND_TOLERANCE, Expectation, Verdict, judge_value, rows_sum_to_one
 from ..checks import Call, ProblemSet, Raised, ValueCheck, function_checks
 from ..expectations import WHOLE_NUMBER
 from ..functions import judge_boolean
+from ..variants import VariantDraw, apart_from_seed
+from ..variants.delivery import grouped_readings
+from ..variants.inference import cache_gib, window_entries
+from ..variants.zhonghe import alibi_readings
 from . import ps13_inference_slips as slips
 from .ps13_inference_slips import NO_SQRT_DK
 
@@ -66,28 +69,27 @@ def step_answers(x_3, W_Q, W_K, b_K, W_V, K_cache, V_cache, slip=None) -> dict[s
         K, V = np.vstack([K_cache, k_3]), np.vstack([V_cache, v_3])  # (3, d_k), (3, d_v)
     scale = 1.0 if slip is NO_SQRT_DK else np.sqrt(len(q_3))
     scores = K @ q_3 / scale  # (t,)
-    weights = np.exp(scores - scores.max())
-    weights /= weights.sum()
+    weights = softmax(scores)
     return {"K_cache_3": K, "scores_3": scores, "weights_3": weights, "output_3": weights @ V}
 
 
 STEP_SLIPS = (slips.APPENDED_AFTER_USE, NO_SQRT_DK)
+STEP_GIVENS = ("x_3", "W_Q", "W_K", "b_K", "W_V", "K_cache", "V_cache")
 _STEP_HELP = {"K_cache_3": ("the cached keys of 外送 and 晚到, then k_3 = x_3 W_K + b_K",
                            "one row per cached token (外送, 晚到, 補償), d_k numbers each"),
               "scores_3": ("q_3 K^T / sqrt(d_k) over the 3 cached keys", "one score per cached key: 外送, 晚到, 補償"),
               "weights_3": ("softmax(scores_3)", "one weight per cached key: 外送, 晚到, 補償"),
               "output_3": ("weights_3 V, over the 3 cached values", "one row: d_v numbers")}
+_STEP_LABELS = {"K_cache_3": [list(TOKENS), None], "scores_3": [list(TOKENS)], "weights_3": [list(TOKENS)]}
 
 
 def _step(answer: str):
     def expect(g) -> Expectation:
-        args = (g["x_3"], g["W_Q"], g["W_K"], g["b_K"], g["W_V"], g["K_cache"], g["V_cache"])
+        args = tuple(g[name] for name in STEP_GIVENS)
         formula, shape_help = _STEP_HELP[answer]
-        value = step_answers(*args)[answer]
-        per_key = answer in ("scores_3", "weights_3")
         return Expectation(
-            value, HAND_TOLERANCE, formula=formula, shape_help=shape_help,
-            labels=[list(TOKENS)] if per_key else ([list(TOKENS), None] if answer == "K_cache_3" else None),
+            step_answers(*args)[answer], HAND_TOLERANCE, formula=formula, shape_help=shape_help,
+            labels=_STEP_LABELS.get(answer),
             slip_values=[(slip, step_answers(*args, slip).get(answer)) for slip in STEP_SLIPS],
             hints=[rows_sum_to_one(answer)] if answer == "weights_3" else (),
             what="your answer, a list of numbers")
@@ -96,21 +98,23 @@ def _step(answer: str):
 
 
 @functools.cache
-def _delivery_head(example_variant: int):
+def _delivery_step(example_variant: int) -> dict | None:
     """x_3, W_Q, W_K, b_K, W_V and the cache of 外送 and 晚到, of head 1 of a delivery example."""
-    ex = examples.delivery_example(example_variant)
+    ex = variants.delivery_example(example_variant)
     head = ex.heads[0]
     if any(b is not None and np.any(b) for b in (head.b_Q, head.b_V)):
         return None  # the step by hand asks for the key bias only
     b_K = np.zeros(head.d_k) if head.b_K is None else head.b_K
-    K = linear(ex.X, head.W_K, b_K)  # (3, d_k)
-    V = linear(ex.X, head.W_V)  # (3, d_v)
-    return ex.X[2], head.W_Q, head.W_K, b_K, head.W_V, K[:2], V[:2], ex.X
+    K, V = linear(ex.X, head.W_K, b_K), linear(ex.X, head.W_V)  # (3, d_k), (3, d_v)
+    return {"x_3": ex.X[2], "W_Q": head.W_Q, "W_K": head.W_K, "b_K": b_K, "W_V": head.W_V,
+            "K_cache": K[:2], "V_cache": V[:2], "X_delivery": ex.X}
 
 
-def _step_workable(head) -> bool:
-    """Every answer differs from the seed's and from each slip's (by more than three tolerances)."""
-    args = head[:7]
+def _step_workable(g: dict | None) -> bool:
+    """Every answer differs from the seed's, and from each slip's by more than three tolerances."""
+    if g is None:
+        return False
+    args = tuple(g[name] for name in STEP_GIVENS)
     right = step_answers(*args)
     if right["weights_3"].min() < 0.02 or right["weights_3"].max() > 0.9:
         return False
@@ -118,74 +122,59 @@ def _step_workable(head) -> bool:
         for name, value in step_answers(*args, slip).items():
             if value.shape == right[name].shape and 1e-12 < np.abs(value - right[name]).max() <= DISTINCT:
                 return False
-    seed = step_answers(*_delivery_head(0)[:7])
+    seed = step_answers(*(_delivery_step(0)[name] for name in STEP_GIVENS))
     return all(apart_from_seed(value, seed[name]) for name, value in right.items())
 
 
 EXAMPLE_VARIANTS = 400  # the delivery examples a variant draws its head from (each made once)
 
 
-def _step_givens(variant: int) -> tuple:
+def _step_givens(variant: int) -> dict:
     if variant == 0:
-        return _delivery_head(0)
+        return _delivery_step(0)
     return VariantDraw("ps13_step", variant).until(
-        lambda d: _delivery_head(d.integer(1, EXAMPLE_VARIANTS)),
-        lambda args: args is not None and _step_workable(args), "delivery head")
+        lambda d: _delivery_step(d.integer(1, EXAMPLE_VARIANTS)), _step_workable, "delivery head")
 
 
 # --------------------------------------------------------------------------- 2. what the cache costs
 
-BYTES = {"float16": 2, "float32": 4}
 
+def _cache_example(g) -> KVCacheExample:
+    from qkv.decoding import ModelShape
 
-def cache_gib(layers, kv_heads, d_k, n, dtype) -> float:
-    return kv_cache_bytes(layers, kv_heads, d_k, n, BYTES[dtype]) / 2**30
+    shape = ModelShape("", g["layers"], g["heads"], g["kv_heads"], g["d_k"], g["n_tokens"], "")
+    return KVCacheExample(shape=shape, n=g["n_tokens"], dtype=g["dtype"])
 
 
 def _expect_cache(g) -> Expectation:
-    L, h, g_kv, d_k, n, dtype = (g[k] for k in ("layers", "heads", "kv_heads", "d_k", "n_tokens", "dtype"))
-    right = cache_gib(L, g_kv, d_k, n, dtype)
-    size = right * 2**30
+    right = cache_gib(_cache_example(g))
+    size, layers, heads, kv_heads = right * 2**30, g["layers"], g["heads"], g["kv_heads"]
     return Expectation(
         np.array(right), HAND_TOLERANCE, formula="2 L h_kv d_k n b / 2^30",
-        slip_values=[(slips.KEYS_ONLY, np.array(right / 2)), (slips.QUERY_HEADS_CACHED, np.array(right * h / g_kv)),
-                     (slips.LAYERS_FORGOTTEN, np.array(right / L)), (slips.GB_NOT_GIB, np.array(size / 1e9)),
+        slip_values=[(slips.KEYS_ONLY, np.array(right / 2)),
+                     (slips.QUERY_HEADS_CACHED, np.array(right * heads / kv_heads)),
+                     (slips.LAYERS_FORGOTTEN, np.array(right / layers)), (slips.GB_NOT_GIB, np.array(size / 1e9)),
                      (slips.MIB_NOT_GIB, np.array(size / 2**20)), (slips.BITS_NOT_BYTES, np.array(8 * right))],
         what="your answer, a number of GiB")
 
 
 def _expect_saving(g) -> Expectation:
-    h, g_kv = g["heads"], g["kv_heads"]
-    return Expectation(np.array(float(h / g_kv)), WHOLE_NUMBER, formula="h / h_kv",
-                       slip_values=[(slips.SAVING_INVERTED, np.array(g_kv / h))],
+    heads, kv_heads = g["heads"], g["kv_heads"]
+    return Expectation(np.array(float(heads / kv_heads)), WHOLE_NUMBER, formula="h / h_kv",
+                       slip_values=[(slips.SAVING_INVERTED, np.array(kv_heads / heads))],
                        what="your answer, one number")
 
 
-def _cache_givens(variant: int) -> dict:
-    shape = PUBLISHED_SHAPES["Llama 2 70B"]
-    seed = {"layers": shape.layers, "heads": shape.heads, "kv_heads": shape.kv_heads, "d_k": shape.d_k,
-            "n_tokens": 4096, "dtype": "float16"}
-    if variant == 0:
-        return seed
-    seed_gib = cache_gib(seed["layers"], seed["kv_heads"], seed["d_k"], seed["n_tokens"], seed["dtype"])
-    return VariantDraw("ps13_cache", variant).choice(_workable_caches(seed_gib))
-
-
-@functools.cache
-def _workable_caches(seed_gib: float) -> tuple[dict, ...]:
-    """Every model shape whose cache is 0.05 to 512 GiB, not the seed's size nor its saving (8)."""
-    found = []
-    for L, h, g_kv, d_k, n, dtype in itertools.product((16, 24, 32, 40, 48, 60, 80, 96), (16, 32, 48, 64, 96),
-                                                       (1, 2, 4, 8), (64, 128), (2048, 4096, 8192, 16384, 32768),
-                                                       ("float16", "float32")):
-        gib = cache_gib(L, g_kv, d_k, n, dtype)
-        if h % g_kv or h // g_kv == 8 or not 0.05 <= gib <= 512 or abs(gib - seed_gib) <= 0.021:
-            continue
-        found.append({"layers": L, "heads": h, "kv_heads": g_kv, "d_k": d_k, "n_tokens": n, "dtype": dtype})
-    return tuple(found)
+def _cache_givens(ex: KVCacheExample) -> dict:
+    shape = ex.shape
+    return {"layers": shape.layers, "heads": shape.heads, "kv_heads": shape.kv_heads, "d_k": shape.d_k,
+            "n_tokens": ex.n, "dtype": ex.dtype}
 
 
 # --------------------------------------------------------------------------- 3. one grouped-query head
+
+_GQA_READINGS = {None: "right", slips.HEAD_MODULO: "modulo", slips.HEAD_OVER_G: "over_g", NO_SQRT_DK: "unscaled"}
+GQA_SLIPS = (slips.HEAD_MODULO, slips.HEAD_OVER_G, NO_SQRT_DK)
 
 
 def gqa_answers(Q, K, head: int, slip=None) -> dict[str, np.ndarray]:
@@ -194,21 +183,14 @@ def gqa_answers(Q, K, head: int, slip=None) -> dict[str, np.ndarray]:
     ``Q`` ``(h, d_k)``: 補償's query in every query head; ``K`` ``(g, 3, d_k)``.
     """
     h, g = len(Q), len(K)
-    if slip is slips.HEAD_MODULO:
-        group = head % g
-    elif slip is slips.HEAD_OVER_G:
-        group = head // g
-        if group >= g:
-            return {}
-    else:
-        group = head // (h // g)
-    scale = 1.0 if slip is NO_SQRT_DK else np.sqrt(Q.shape[1])
-    scores = K[group] @ Q[head] / scale  # (3,)
-    weights = np.exp(scores - scores.max())
-    return {"kv_head": np.array(float(group)), "weights_gqa": weights / weights.sum()}
-
-
-GQA_SLIPS = (slips.HEAD_MODULO, slips.HEAD_OVER_G, NO_SQRT_DK)
+    group = {None: head // (h // g), slips.HEAD_MODULO: head % g, slips.HEAD_OVER_G: head // g,
+             NO_SQRT_DK: head // (h // g)}[slip]
+    example = GroupedHeadsExample(tokens=TOKENS, Q=np.asarray(Q, dtype=float), K=np.asarray(K, dtype=float),
+                                  V=np.zeros_like(K), query_head=head)
+    weights = grouped_readings(example).get(_GQA_READINGS[slip])
+    if weights is None:
+        return {}
+    return {"kv_head": np.array(float(group)), "weights_gqa": weights}
 
 
 def _gqa(answer: str):
@@ -227,67 +209,25 @@ def _gqa(answer: str):
     return expect
 
 
-ROOT_HALF = 0.707107  # keys in multiples of 1/sqrt(2), as seed 000's, so that scaled scores are halves
-
-
-def _gqa_givens(variant: int) -> dict:
-    ex = examples.delivery_example()
-    heads = ex.heads
-    if variant == 0:  # the chapter's: 補償's query q and -q, over seed 000's two heads
-        q = linear(ex.X, heads[0].W_Q, heads[0].b_Q)[2]  # (d_k,)
-        Q = np.stack([q, -q, q, -q])
-        K = np.stack([linear(ex.X, head.W_K, head.b_K) for head in heads])  # (2, 3, 2)
-        V = np.stack([linear(ex.X, head.W_V, head.b_V) for head in heads])  # (2, 3, 2)
-        return {"Q_gqa": Q, "K_gqa": K, "V_gqa": V, "query_head": 1}
-    return VariantDraw("ps13_gqa", variant).until(_gqa_candidate, _gqa_workable, "grouped heads")
-
-
-def _gqa_candidate(draw: VariantDraw) -> dict:
-    h, g = draw.choice(((4, 2), (6, 2), (6, 3), (8, 2), (8, 4)))
-    heads = [i for i in range(h) if i // (h // g) != i % g]
-    Q = np.array(draw.integers(-1, 1, (h, 2)), dtype=float)
-    K = ROOT_HALF * np.array(draw.integers(-2, 2, (g, 3, 2)), dtype=float)
-    V = np.array(draw.integers(0, 2, (g, 3, 2)), dtype=float)
-    return {"Q_gqa": Q, "K_gqa": K, "V_gqa": V, "query_head": draw.choice(heads)}
-
-
-@functools.cache
-def _seed_gqa() -> dict:
-    g = _gqa_givens(0)
-    return gqa_answers(g["Q_gqa"], g["K_gqa"], g["query_head"])
-
-
-def _gqa_workable(g: dict) -> bool:
-    Q, K, i = g["Q_gqa"], g["K_gqa"], g["query_head"]
-    if not Q[i].any() or any(len({tuple(k) for k in group}) < 3 for group in K):
-        return False
-    right = gqa_answers(Q, K, i)
-    if right["weights_gqa"].min() < 0.03 or right["weights_gqa"].max() > 0.9:
-        return False
-    for slip in GQA_SLIPS:
-        slipped = gqa_answers(Q, K, i, slip).get("weights_gqa")
-        if slipped is not None and np.abs(slipped - right["weights_gqa"]).max() <= DISTINCT:
-            return False
-    return all(apart_from_seed(value, _seed_gqa()[name]) for name, value in right.items())
+def _gqa_givens(ex: GroupedHeadsExample) -> dict:
+    return {"Q_gqa": ex.Q, "K_gqa": ex.K, "V_gqa": ex.V, "query_head": ex.query_head}
 
 
 # --------------------------------------------------------------------------- 4. a sliding window
 
+WINDOW_SLIPS = (slips.WINDOW_ONE_TOO_WIDE, slips.WINDOW_OLDEST, slips.WINDOW_BOTH_SIDES)
+
 
 def window_answers(n: int, window: int, token: int, slip=None) -> dict[str, np.ndarray]:
-    """The cache entries token ``token`` keeps under a causal window, and the pairs the window keeps."""
-    if slip is slips.WINDOW_ONE_TOO_WIDE:
-        window += 1
-    kept = np.arange(max(0, token - window + 1), token + 1)
+    """The cache entries token ``token`` keeps under a causal window, and the pairs the window keeps
+    (or with one slip)."""
+    wider = window + 1 if slip is slips.WINDOW_ONE_TOO_WIDE else window
+    kept, pairs = window_entries(SlidingWindowExample(n=n, window=wider, token=token))
     if slip is slips.WINDOW_OLDEST:
         kept = np.arange(min(window, token + 1))
-    pairs = sum(min(i + 1, window) for i in range(n))
-    if slip is slips.WINDOW_BOTH_SIDES:
-        pairs = sum(min(i, window - 1) + 1 + min(n - 1 - i, window - 1) for i in range(n))
+    if slip is slips.WINDOW_BOTH_SIDES:  # the window on both sides of each query, as the mask alone
+        pairs = int(sliding_window_mask(n, window).sum())
     return {"kept": kept.astype(float), "pairs_kept": np.array(float(pairs))}
-
-
-WINDOW_SLIPS = (slips.WINDOW_ONE_TOO_WIDE, slips.WINDOW_OLDEST, slips.WINDOW_BOTH_SIDES)
 
 
 def _window(answer: str):
@@ -305,50 +245,26 @@ def _window(answer: str):
     return expect
 
 
-def _window_givens(variant: int) -> dict:
-    if variant == 0:  # the chapter's: 6 tokens, a window of 3, the sixth token
-        return {"n_window": 6, "window": 3, "token": 5}
-    seed = window_answers(6, 3, 5)
-
-    def draw_once(draw: VariantDraw) -> dict:
-        n = draw.integer(7, 16)
-        window = draw.integer(2, 6)  # the token is at least w in: its window is full, every slip shows
-        return {"n_window": n, "window": window, "token": draw.integer(window, n - 1)}
-
-    def workable(g: dict) -> bool:
-        right = window_answers(g["n_window"], g["window"], g["token"])
-        return all(apart_from_seed(value, seed[name]) for name, value in right.items())
-
-    return VariantDraw("ps13_window", variant).until(draw_once, workable, "window")
+def _window_givens(ex: SlidingWindowExample) -> dict:
+    return {"n_window": ex.n, "window": ex.window, "token": ex.token}
 
 
 # --------------------------------------------------------------------------- 5. an ALiBi-biased row
 
+_ALIBI_READINGS = {None: "right", slips.BIAS_SIGN: "added", slips.BIAS_FROM_FIRST: "from_first",
+                   slips.NO_BIAS: "unbiased", slips.SLOPE_POWER_RULE: "power_rule", slips.SLOPE_FROM_ZERO: "from_zero"}
+ALIBI_SLIPS = (slips.BIAS_SIGN, slips.BIAS_FROM_FIRST, slips.NO_BIAS, slips.SLOPE_POWER_RULE, slips.SLOPE_FROM_ZERO)
+
 
 def alibi_answers(scores_row, h: int, k: int, slip=None) -> dict[str, np.ndarray]:
     """Head ``k``'s slope (counting from 1), the last token's biased scores and weights (or a slip)."""
-    slope = float(alibi_slopes(h)[k - 1])
-    if slip is slips.SLOPE_POWER_RULE:
-        slope = 2.0 ** (-8.0 * k / h)
-    elif slip is slips.SLOPE_FROM_ZERO:
-        slope = 2.0 ** (-8.0 * (k - 1) / h) if h & (h - 1) == 0 else None
-        if slope is None:
-            return {}
-    scores_row = np.asarray(scores_row, dtype=float)
-    distance = np.arange(len(scores_row))[::-1].astype(float)  # (4,): 3, 2, 1, 0 back from the last token
-    if slip is slips.BIAS_SIGN:
-        biased = scores_row + slope * distance
-    elif slip is slips.BIAS_FROM_FIRST:
-        biased = scores_row - slope * np.arange(len(scores_row))
-    elif slip is slips.NO_BIAS:
-        biased = scores_row
-    else:
-        biased = scores_row - slope * distance
-    weights = np.exp(biased - biased.max())
-    return {"slope": np.array(slope), "biased_row": biased, "weights_alibi": weights / weights.sum()}
+    example = BiasedRowExample(tokens=ZHONGHE, scores=np.asarray(scores_row, dtype=float), h=h, head=k)
+    reading = alibi_readings(example).get(_ALIBI_READINGS[slip])
+    if reading is None:
+        return {}
+    return {"slope": reading["slope"], "biased_row": reading["biased_row"], "weights_alibi": reading["weights"]}
 
 
-ALIBI_SLIPS = (slips.BIAS_SIGN, slips.BIAS_FROM_FIRST, slips.NO_BIAS, slips.SLOPE_POWER_RULE, slips.SLOPE_FROM_ZERO)
 _ALIBI_HELP = {"slope": ("2^(-8k/h) for h a power of two, the paper's rule otherwise", ""),
                "biased_row": ("s_j - m (i - j) for the last token i", "one biased score per key"),
                "weights_alibi": ("softmax(biased_row)", "one weight per key")}
@@ -357,10 +273,9 @@ _ALIBI_HELP = {"slope": ("2^(-8k/h) for h a power of two, the paper's rule other
 def _alibi(answer: str):
     def expect(g) -> Expectation:
         args = (g["scores_row"], g["h_alibi"], g["alibi_head"])
-        value = alibi_answers(*args)[answer]
         formula, shape_help = _ALIBI_HELP[answer]
         return Expectation(
-            value, HAND_TOLERANCE, formula=formula, shape_help=shape_help,
+            alibi_answers(*args)[answer], HAND_TOLERANCE, formula=formula, shape_help=shape_help,
             labels=None if answer == "slope" else [list(ZHONGHE)],
             slip_values=[(slip, alibi_answers(*args, slip).get(answer)) for slip in ALIBI_SLIPS],
             hints=[rows_sum_to_one(answer)] if answer == "weights_alibi" else (),
@@ -369,40 +284,8 @@ def _alibi(answer: str):
     return expect
 
 
-# (h, k) of heads whose slope is at least 1/16; with h = 6 and 12, heads beyond the largest power of two
-ALIBI_HEADS = tuple((h, k) for h in (4, 6, 8, 12, 16) for k in range(1, h + 1) if alibi_slopes(h)[k - 1] >= 0.0625)
-
-
-def _alibi_givens(variant: int) -> dict:
-    if variant == 0:  # the chapter's: 永和路's scaled scores, head 1 of 8 (slope 1/2)
-        zh = examples.zhonghe_vectors_example()
-        W_Q, W_K, _, b_Q, b_K, _ = zh.head
-        Q, K = linear(zh.X, W_Q, b_Q), linear(zh.X, W_K, b_K)
-        return {"scores_row": (Q @ K.T)[3] / np.sqrt(Q.shape[1]), "h_alibi": 8, "alibi_head": 1}
-    seed = alibi_answers(**_alibi_args(_alibi_givens(0)))
-
-    def draw_once(draw: VariantDraw) -> dict:
-        h, k = draw.choice(ALIBI_HEADS)
-        return {"scores_row": np.array([draw.halves(-1, 3) for _ in range(4)]), "h_alibi": h, "alibi_head": k}
-
-    def workable(g: dict) -> bool:
-        right = alibi_answers(**_alibi_args(g))
-        plain = softmax(g["scores_row"])
-        if right["weights_alibi"].min() < 0.02 or right["weights_alibi"].max() > 0.9:
-            return False
-        if np.abs(plain - right["weights_alibi"]).max() <= DISTINCT:
-            return False
-        for slip in ALIBI_SLIPS:
-            for name, value in alibi_answers(**_alibi_args(g), slip=slip).items():
-                if 1e-12 < np.abs(value - right[name]).max() <= DISTINCT:
-                    return False
-        return all(apart_from_seed(value, seed[name]) for name, value in right.items())
-
-    return VariantDraw("ps13_alibi", variant).until(draw_once, workable, "ALiBi row")
-
-
-def _alibi_args(g: dict) -> dict:
-    return {"scores_row": g["scores_row"], "h": g["h_alibi"], "k": g["alibi_head"]}
+def _alibi_givens(ex: BiasedRowExample) -> dict:
+    return {"zhonghe": ex.tokens, "scores_row": ex.scores, "h_alibi": ex.h, "alibi_head": ex.head}
 
 
 # --------------------------------------------------------------------------- the givens
@@ -410,11 +293,10 @@ def _alibi_args(g: dict) -> dict:
 
 def givens(variant: int) -> dict:
     """The student's numbers for the five parts (variant 0: the chapters')."""
-    x_3, W_Q, W_K, b_K, W_V, K_cache, V_cache, X = _step_givens(variant)
-    return {"tokens": TOKENS, "x_3": x_3, "W_Q": W_Q, "W_K": W_K, "b_K": b_K, "W_V": W_V,
-            "K_cache": K_cache, "V_cache": V_cache, "X_delivery": X, **_cache_givens(variant),
-            **_gqa_givens(variant),
-            **_window_givens(variant), "zhonghe": ZHONGHE, **_alibi_givens(variant)}
+    return {"tokens": TOKENS, **_step_givens(variant), **_cache_givens(variants.kv_cache_example(variant)),
+            **_gqa_givens(variants.grouped_delivery_example(variant)),
+            **_window_givens(variants.sliding_window_example(variant)),
+            **_alibi_givens(variants.zhonghe_alibi_example(variant))}
 
 
 # --------------------------------------------------------------------------- grouped_query_attention(Q, K, V)
