@@ -37,7 +37,7 @@ import sqlite3
 import numpy as np
 import pytest
 
-from qkv import examples
+from qkv_exercises import variants
 from qkv_exercises.checking import format_number
 from qkv_exercises.checks import seed_for
 from qkv_exercises.identity import student_variant
@@ -118,7 +118,7 @@ def test_no_process_of_a_sandbox_is_left_and_no_connection_was_made(graded):
 
 def _hidden_expected_values(course, student) -> list[str]:
     """The expected values of the probe's hidden checks for ``student``, computed here with numpy."""
-    ex = examples.q1_example(student_variant(PROBE, student))
+    ex = variants.q1_example(student_variant(PROBE, student))
     scores = ex.Q @ ex.K.T / np.sqrt(2)
     weights = np.exp(scores) / np.exp(scores).sum()
     key = (course / ".grading" / "key").read_text(encoding="ascii").strip()

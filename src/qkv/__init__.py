@@ -1,10 +1,11 @@
 """qkv: the course's one reference implementation of attention, in numpy.
 
 Shapes are written ``(..., n, d_model)``, ``(h, n, d_k)`` and so on; the book's
-notation page explains every symbol. The course's machinery lives beside it and
+notation page explains every symbol. :mod:`qkv.examples` holds the seed articles'
+worked examples, one module per story. The course's machinery lives beside it and
 uses it: :mod:`qkv_book` (the website's display, plots and widgets),
-:mod:`qkv_exercises` (checking answers) and :mod:`qkv_grading` (the instructors'
-commands). Nothing in ``qkv`` imports them.
+:mod:`qkv_exercises` (every student's own numbers, checking answers) and
+:mod:`qkv_grading` (the instructors' commands). Nothing in ``qkv`` imports them.
 """
 
 from . import examples, extrapolation, models
