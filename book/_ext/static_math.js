@@ -103,7 +103,8 @@ require(path.resolve(mathjaxFolder, 'node-main.js')).init({
       .catch((error) => ({html: '', errors: [String(error && error.message || error)]}))
       .then((answer) => process.stdout.write(JSON.stringify(answer) + '\n'));
   });
-  lines.on('close', () => queue.then(() => process.exit(0)));
+  // Exit once the last answer has left: process.exit() alone can cut a long write to a pipe.
+  lines.on('close', () => queue.then(() => process.stdout.write('', () => process.exit(0))));
   process.stdout.write(JSON.stringify({ready: MathJax.version}) + '\n');
 }).catch((error) => {
   process.stderr.write(`MathJax could not start: ${error && error.stack || error}\n`);

@@ -13,10 +13,11 @@ The TeX MathJax reads is the TeX it read in the browser: display math is wrapped
 amsmath blocks as myst-parser's amsmath override does, and labelled equations get Sphinx's
 number and link beside the formula, exactly as before.
 
-When the builder starts, ``_static/mathjax/`` gets what the pages need, and nothing else of
-MathJax: ``chtml.css``, the stylesheet of MathJax's CommonHTML output for every character of its
-fonts (one file for every page, the search page's summaries included; see ``_static/search-math.js``)
-and ``fonts/``, MathJax's woff fonts, which a browser fetches only when a page uses them.
+When the build finishes, ``_static/mathjax/`` gets what the pages need, and nothing else of
+MathJax: ``chtml.css``, the stylesheet of MathJax's CommonHTML output for the characters that the
+pages draw (one file for every page, the search page's summaries included, which show the pages'
+own formulas; see ``_static/search-math.js``) and ``fonts/``, MathJax's woff fonts, which a browser
+fetches only when a page uses them.
 
 A formula MathJax cannot typeset (an undefined control sequence, a missing brace) is a warning
 that names its page and line; ``make site`` turns warnings into errors.
@@ -31,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -213,13 +215,43 @@ def use_static_math(app, config) -> None:
     config.html_math_renderer = RENDERER
 
 
-def write_stylesheet_and_fonts(app) -> None:
-    """``_static/mathjax/chtml.css`` and ``_static/mathjax/fonts/``, before any page is written."""
-    if app.builder.format != "html":
+# A character's rules name it by its code point: mjx-c.mjx-c1D456.TEX-I::before { content: ... }
+CHARACTER = re.compile(r"\bmjx-c([0-9A-F]+)\b")
+
+
+def used_characters(app) -> set[str]:
+    """The code points (``1D456``) of every character that a page of this build draws in MathJax's fonts."""
+    used: set[str] = set()
+    for docname in app.env.found_docs:
+        page = Path(app.outdir) / app.builder.get_target_uri(docname)
+        if page.suffix == ".html" and page.is_file():
+            used.update(CHARACTER.findall(page.read_text(encoding="utf-8")))
+    return used
+
+
+def only_used_characters(css: str, used: set[str]) -> str:
+    """MathJax's stylesheet without the rules of characters that no page draws (2,300 of them, most)."""
+    kept = []
+    for rule in css.split("\n}\n"):
+        selectors = rule.split("{", 1)[0].split(",")
+        characters = [CHARACTER.findall(selector) for selector in selectors]
+        if all(found and not set(found) <= used for found in characters):
+            continue
+        kept.append(rule)
+    return "\n}\n".join(kept)
+
+
+def write_stylesheet_and_fonts(app, exception) -> None:
+    """``_static/mathjax/chtml.css`` and ``_static/mathjax/fonts/``, once every page is written.
+
+    The stylesheet has the rules of MathJax's CommonHTML output for the characters the pages
+    draw; a search result shows a formula of a page, so it needs no other.
+    """
+    if exception is not None or app.builder.format != "html":
         return
     target = Path(app.outdir) / "_static" / STYLESHEET
     target.parent.mkdir(parents=True, exist_ok=True)
-    css = mathjax_process(app).stylesheet() + MATCH_THE_TEXT_AROUND
+    css = only_used_characters(mathjax_process(app).stylesheet(), used_characters(app)) + MATCH_THE_TEXT_AROUND
     if not target.is_file() or target.read_text(encoding="utf-8") != css:
         target.write_text(css, encoding="utf-8")
     fonts = target.parent / "fonts"
@@ -237,7 +269,7 @@ def typeset_search_results(app, pagename, templatename, context, doctree) -> Non
 def setup(app):
     app.add_html_math_renderer(RENDERER, (visit_math, None), (visit_displaymath, None))
     app.connect("config-inited", use_static_math)
-    app.connect("builder-inited", write_stylesheet_and_fonts)
+    app.connect("build-finished", write_stylesheet_and_fonts)
     app.add_css_file(STYLESHEET)
     app.connect("html-page-context", typeset_search_results)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -3,8 +3,9 @@
 // formulas as the page does. Sphinx cuts a summary out of the text of the result's page, around the
 // search term; here each inline formula of that page stands in the text as a placeholder (two
 // private-use characters around its number), and the summary gets the formulas back, moved from
-// the fetched page. A formula cut at either end of a summary is dropped, display math is left out of
-// summaries (" … "), and the search term is not marked inside a formula.
+// the fetched page. A formula cut at either end of a summary is dropped; display math is left out of
+// summaries (" … "), and so are code listings and printed outputs (a docstring's TeX is code there,
+// never typeset); and the search term is not marked inside a formula.
 
 const OPEN = "\uE000";
 const CLOSE = "\uE001";
@@ -35,7 +36,7 @@ const showFormulasInSummaries = () => {
   const htmlToText = Search.htmlToText;
   Search.htmlToText = (htmlString, anchor) => {
     const page = new DOMParser().parseFromString(htmlString, "text/html");
-    page.querySelectorAll("div.math").forEach((formula) => formula.replaceWith(" … "));
+    page.querySelectorAll("div.math, pre").forEach((block) => block.replaceWith(" … "));
     pageFormulas = [];
     page.querySelectorAll("span.math").forEach((formula) => {
       formula.replaceWith(OPEN + pageFormulas.length + CLOSE);
