@@ -218,9 +218,10 @@ def release_zips(source_course: Path, out_dir: Path, language: str = "en") -> li
     """Release every problem set in a temporary copy of the course and zip each one into ``out_dir``.
 
     The course folder itself is not touched (so parallel builds never collide). Each
-    zip holds one folder, ``<problem set>/``, with the student notebooks, in ``language``: the
-    copy's source notebooks are translated first (:func:`translation.translated_notebook`: the
-    markdown only, so the release has the same code and nbgrader metadata in every language).
+    zip holds one folder, ``<problem set>/``, with the student notebooks, in ``language``: in
+    another language than English the copy's source notebooks are translated first
+    (:func:`translation.translated_notebook`: the markdown only, so the release has the same code
+    and nbgrader metadata in every language).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -230,7 +231,7 @@ def release_zips(source_course: Path, out_dir: Path, language: str = "en") -> li
             "release", "submitted", "autograded", "feedback", "downloaded", "gradebook.db", "*.csv",
             ".grading", ".ipynb_checkpoints", "__pycache__"))
         course = Course(copy)
-        for name in course.problem_sets():
+        for name in course.problem_sets() if language != "en" else ():
             for path in (course.root / "source" / name).glob("*.ipynb"):
                 notebook = json.loads(path.read_text(encoding="utf-8"))
                 path.write_text(json.dumps(translation.translated_notebook(notebook, course.root, name, language),
