@@ -26,6 +26,8 @@ shows their translated titles. It builds no wheel: its install line offers the E
 the same package, whose checks speak the language each notebook says. A problem set's catalogue
 must translate every block of its markdown, as a page's must (:mod:`translation_check`): each one
 missing is a warning, unless ``exercises/<problem set>`` is listed in ``locales/<language>/pending.txt``.
+A problem set without a catalogue yet (one just added) counts as pending: it is released with its
+English markdown, and its checks speak the edition's language all the same.
 """
 
 from __future__ import annotations
@@ -222,9 +224,9 @@ def report_untranslated(app) -> None:
         if is_pending(app, f"{OUTPUT_FOLDER}/{name}"):
             continue
         po_path = translation.catalogue_path(course, name, kernel_language(app))
-        if not po_path.is_file():
-            logger.warning("%s has no catalogue %s: run `make translations`", name, po_path.relative_to(app.srcdir),
-                           type="i18n", subtype="untranslated")
+        if not po_path.is_file():  # a problem set just added: released with its English markdown until then
+            logger.info("%s has no catalogue yet (%s): `make translations` makes it", name,
+                        po_path.relative_to(app.srcdir))
             continue
         entries = catalogue_entries(po_path)
         for notebook in sorted(folder.glob("*.ipynb")):
