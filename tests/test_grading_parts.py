@@ -18,7 +18,7 @@ from .exercise_support import ROOT, SOURCE
 from .grading_support import PS2
 
 
-@pytest.mark.parametrize("name", ["alice", "ann_b", "[xy]", "com,ma", 'quote"d', "n\u00e4me", "李雷", "a.b-c"])
+@pytest.mark.parametrize("name", ["alice", "ann_b", "[xy]", "com,ma", "o'neil", "n\u00e4me", "李雷", "a.b-c"])
 def test_safe_ids_are_accepted(name):
     assert id_problem(name) is None
 
@@ -27,7 +27,7 @@ def test_safe_ids_are_accepted(name):
     ("..", "path"), (".", "path"), ("a/b", "path"), ("a\\b", "path"), ("", "empty"), ("   ", "empty"),
     ("bad\nname", "control"), ("tab\there", "control"), ("rtl\u202eevil", "invisible"), (" alice", "spaces"),
     (".hidden", "starts with '.'"), ("=1+1", "formula"), ("@cmd", "formula"), ("x" * 101, "longer"),
-    ("caf\udce9", "not UTF-8"),
+    ("caf\udce9", "not UTF-8"), ('quote"d', "markup"), ("<b>", "markup"),
 ])
 def test_unsafe_ids_are_refused_with_the_reason(name, why):
     assert why in id_problem(name)
@@ -138,3 +138,22 @@ def test_the_sandbox_command_isolates_and_limits():
         "/ is made read-only after everything in it is in place"
     outside = [a for a in command if str(ROOT) in a and "site-packages" not in a]
     assert not outside, f"the repository is in the sandbox: {outside}"
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # nbgrader's own query, as in gradebook.Writer
+def test_the_export_counts_one_student_in_the_singular(tmp_path):
+    from qkv_grading.pipeline import COURSE_ID, Course, export
+
+    from .exercise_support import copy_course
+
+    course = Course(copy_course(tmp_path))
+    with gradebook.Writer(course.db_url, COURSE_ID) as writer:
+        writer.gb.add_assignment("ps1_qkv")
+        writer.gb.update_or_create_student("ann")
+        writer.gb.update_or_create_submission("ps1_qkv", "ann", timestamp="2024-05-01 14:03:00.000000 UTC")
+    printed = []
+    export(course, printed.append)
+    assert printed == [f"Grades of 1 student written to {course.root / 'grades.csv'}"]
+    with (course.root / "grades.csv").open(encoding="utf-8", newline="") as f:
+        assert [row["timestamp"] for row in csv.DictReader(f)] == ["2024-05-01 14:03:00"]

@@ -6,7 +6,8 @@
 In Jupyter the controls are live and the picture is redrawn on every move. A page of the
 website has no kernel, so each explorer also offers a static ``image/png`` of its current
 state in its display data: the website shows that picture instead of an empty widget
-area. Import it explicitly: ``import qkv_book.widgets``.
+area. Import it explicitly: ``import qkv_book.widgets``. Their labels and pictures speak the
+reader's language (:mod:`qkv_book.language`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import ipywidgets
 import numpy as np
 
 from qkv.attention import scaled_dot_product_attention, softmax
+from .language import _
 from .plots import figure_png, weight_bars
 
 D_K_CHOICES = tuple(2**i for i in range(11))  # 1, 2, 4, ..., 1024
@@ -79,7 +81,7 @@ class ScalingExplorer(StaticPicture, ipywidgets.VBox):
         d = self.d_k
         q, K = self._query[:, :d], self._keys[:, :d]  # (1, d_k), (n_keys, d_k)
         unscaled = softmax(self.scores())
-        _, scaled = scaled_dot_product_attention(q, K, K)  # (1, n_keys)
+        scaled = scaled_dot_product_attention(q, K, K)[1]  # (1, n_keys)
         return unscaled, scaled[0]
 
     def figure(self):
@@ -90,7 +92,8 @@ class ScalingExplorer(StaticPicture, ipywidgets.VBox):
         return weight_bars(
             {r"softmax$(q\cdot k)$": unscaled, r"softmax$(q\cdot k/\sqrt{d_k})$": scaled},
             labels,
-            suptitle=f"d_k = {self.d_k}: the raw scores spread by {spread:.1f} (standard deviation)",
+            suptitle=_("d_k = {d_k}: the raw scores spread by {spread:.1f} (standard deviation)").format(
+                d_k=self.d_k, spread=spread),
             dpi=90,
         )
 
@@ -134,15 +137,15 @@ class TrainedModelExplorer(StaticPicture, ipywidgets.VBox):
         if token is not None and token not in tokens:
             raise ValueError(f"token {token!r} is not among the tokens of {sentences[0]!r}: {', '.join(tokens)}")
         wide = ipywidgets.Layout(width="420px")
-        self.sentence = ipywidgets.Dropdown(options=sentences, value=sentences[0], description="sentence",
+        self.sentence = ipywidgets.Dropdown(options=sentences, value=sentences[0], description=_("sentence"),
                                             layout=wide)
-        self.typed = ipywidgets.Text(placeholder="type a sentence and press Enter", description="or type",
+        self.typed = ipywidgets.Text(placeholder=_("type a sentence and press Enter"), description=_("or type"),
                                      continuous_update=False, layout=wide)
-        self.layer = ipywidgets.IntSlider(value=layer, min=1, max=num_layers, description="layer",
+        self.layer = ipywidgets.IntSlider(value=layer, min=1, max=num_layers, description=_("layer"),
                                           continuous_update=False)
-        self.head = ipywidgets.IntSlider(value=head, min=1, max=num_heads, description="head",
+        self.head = ipywidgets.IntSlider(value=head, min=1, max=num_heads, description=_("head"),
                                          continuous_update=False)
-        self.token = ipywidgets.Dropdown(options=self._token_options(tokens), description="token")
+        self.token = ipywidgets.Dropdown(options=self._token_options(tokens), description=_("token"))
         self.token.value = tokens.index(token) if token is not None else len(tokens) - 3
         self.picture = ipywidgets.Image(format="png")
         super().__init__([self.sentence, self.typed, ipywidgets.HBox([self.layer, self.head]), self.token,
@@ -184,10 +187,10 @@ class TrainedModelExplorer(StaticPicture, ipywidgets.VBox):
         bar_ax.set_yticks(range(n), tokens, fontsize=7)
         bar_ax.invert_yaxis()
         bar_ax.set_xlim(0, 1)
-        bar_ax.set_xlabel("weight")
-        bar_ax.set_title(f"row of {tokens[query]!r}: its weight on each key", fontsize=9)
-        fig.suptitle(f"layer {self.layer.value}, head {self.head.value}, query {tokens[query]!r}", fontsize=10,
-                     y=0.99)
+        bar_ax.set_xlabel(_("weight"))
+        bar_ax.set_title(_("row of {token!r}: its weight on each key").format(token=tokens[query]), fontsize=9)
+        fig.suptitle(_("layer {layer}, head {head}, query {token!r}").format(
+            layer=self.layer.value, head=self.head.value, token=tokens[query]), fontsize=10, y=0.99)
         return fig
 
     def png(self) -> bytes:

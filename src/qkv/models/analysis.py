@@ -78,8 +78,8 @@ def head_pattern_scores(weights, tokens, patterns=TEXT_PATTERNS):
         weights: ``(..., n, n)``, e.g. every head of every layer
             ``(L, h, n, n)``.
         tokens: the ``n`` tokens.
-        patterns: which patterns of :func:`pattern_targets` to score (by default the six of a text
-            encoder).
+        patterns: which patterns of :func:`pattern_targets` to score
+            (by default the six of a text encoder).
 
     Returns:
         ``{pattern: scores}``, scores of shape ``(...)``; NaN where no query
