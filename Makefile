@@ -76,11 +76,14 @@ $(INSTALLED): requirements.txt pyproject.toml
 
 # requirements.in (the top-level pins, by hand) and pyproject.toml's dependencies -> requirements.txt.
 # Versions already in the lock stay; a package added to requirements.in is resolved and locked with
-# all it brings. The options keep this machine's package folders out of the file.
+# all it brings. To move a package that requirements.in does not pin:
+# make lock LOCK_ARGS="--upgrade-package NAME" (or --upgrade for all). The options keep this
+# machine's package folders out of the file.
+LOCK_ARGS ?=
 lock: $(INSTALLED)
 	CUSTOM_COMPILE_COMMAND="make lock" $(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe \
 		--strip-extras --no-emit-index-url --no-emit-find-links --output-file requirements.txt \
-		requirements.in pyproject.toml
+		$(LOCK_ARGS) requirements.in pyproject.toml
 
 # The browser test drives Debian's Chromium (no browser download); a CJK font lets it show the tokens.
 browser:

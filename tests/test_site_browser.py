@@ -635,7 +635,9 @@ def test_the_layout_and_figure_checks_can_fail(browser, site):
 #
 # sphinx-book-theme 1.3.0 (with pydata-sphinx-theme 0.17.1) adds a second search field in a bar across the
 # top of every page at 1280 px, above the sidebar's site title; the lock keeps the pair the site was
-# reviewed with. These checks see what a reader sees, whatever the theme's version.
+# reviewed with. These checks see what a reader sees, whatever the theme's version, in both editions.
+
+EDITIONS = ["en", "zh-TW"]  # the English site at the root, the 繁體中文 one at zh-TW/
 
 
 def chrome_problems(chrome: dict) -> list[str]:
@@ -653,10 +655,34 @@ def chrome_problems(chrome: dict) -> list[str]:
     return problems
 
 
+@pytest.fixture(scope="module")
+def chinese_chrome(browser, site):
+    """The theme's chrome (``CHROME``) of each page of the 繁體中文 edition at 1280 px, each page
+    opened once (lazily) and typeset; the English pages' is in ``visits``."""
+    base = site + "zh-TW/"
+    cache = {}
+
+    def get(docname):
+        if docname not in cache:
+            recorder = Recorder(site)
+            context, page = new_page(browser, recorder)
+            try:
+                visit = open_typeset(page, base, docname, recorder)
+                assert visit.status == 200, f"zh-TW/{docname}.html answered {visit.status}"
+                cache[docname] = page.evaluate(CHROME)
+            finally:
+                context.close()
+        return cache[docname]
+
+    return get
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
 @pytest.mark.parametrize("docname", PAGES)
-def test_one_search_field_and_the_site_title_uncovered_at_1280_px(visits, docname):
-    problems = chrome_problems(visits(docname).chrome)
-    assert not problems, report(f"{docname} at 1280 px", problems)
+def test_one_search_field_and_the_site_title_uncovered_at_1280_px(visits, chinese_chrome, edition, docname):
+    chrome = visits(docname).chrome if edition == "en" else chinese_chrome(docname)
+    problems = chrome_problems(chrome)
+    assert not problems, report(f"{edition}: {docname} at 1280 px", problems)
 
 
 def test_the_search_field_and_title_checks_can_fail(browser, site):
