@@ -61,12 +61,16 @@ test: $(INSTALLED) browser sandbox
 venv: $(INSTALLED)
 
 # The lock in pip's hash-checking mode: every package at its version, each file checked against its
-# hash, nothing resolved anew (pip stops if the lock misses a dependency). pip-sync then removes what
-# the lock no longer names. The course package itself last, editable (hash-checking mode takes no
-# editable install), built by the locked setuptools instead of a freely resolved one.
+# hash, nothing resolved anew (pip stops if the lock misses a dependency). First the locked pip alone
+# (its own lines of the lock), so that the rest is installed by it rather than by the venv's older
+# one. pip-sync then removes what the lock no longer names. The course package itself last,
+# editable (hash-checking mode takes no editable install), built by the locked setuptools instead of
+# a freely resolved one.
 $(INSTALLED): requirements.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found; run: make PYTHON=/path/to/python3.11"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	awk '/^[^ #]/ { pip = /^pip==/ } pip' requirements.txt > $(VENV)/pip-lock.txt
+	$(BIN)/python -m pip install --require-hashes --no-deps -r $(VENV)/pip-lock.txt
 	$(BIN)/python -m pip install --require-hashes -r requirements.txt
 	$(BIN)/pip-sync --quiet requirements.txt
 	$(BIN)/python -m pip install --no-deps --no-build-isolation -e .
