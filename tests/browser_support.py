@@ -424,7 +424,6 @@ def visit(browser, base: str, docname: str, screenshot_dir: Path | None) -> Page
         result.math = page.evaluate(MATH, RAW_TEX)
         result.layout = page.evaluate(LAYOUT)
         result.figures = page.evaluate(FIGURES)
-        result.chrome = page.evaluate(CHROME)
         navigation = page.evaluate(NAVIGATION)
         result.sidebar, result.next, result.prev = navigation["sidebar"], navigation["next"], navigation["prev"]
         result.links = navigation["links"]
@@ -433,6 +432,7 @@ def visit(browser, base: str, docname: str, screenshot_dir: Path | None) -> Page
         if screenshot_dir is not None:
             result.screenshot = screenshot_dir / (docname.replace("/", "__") + ".png")
             page.screenshot(path=str(result.screenshot), full_page=True)
+        result.chrome = page.evaluate(CHROME)  # after the screenshot: it may scroll the sidebar
         # Last, because it rewraps the page's text in probe spans.
         result.cjk = probe_cjk_fonts(context, page)
         page.wait_for_load_state("networkidle")  # late requests (fonts, the favicon) are recorded too
@@ -593,7 +593,9 @@ def visit_phone(browser, base: str, docname: str, screenshot_dir: Path | None) -
 
 # The theme's own chrome at the top of the page: every search field a reader can see (the fields and
 # the buttons drawn as fields, not the magnifier icon), and the sidebar's site title, with whatever
-# is drawn over it at three points along its middle (null where the title itself is on top).
+# is drawn over it at three points along its middle (null where the title itself is on top). The
+# theme scrolls the sidebar to the page's own entry, which can take the title out of view: it is
+# scrolled back first, as a reader would, so that only what is drawn over it counts.
 CHROME = """() => {
   const seen = (el) => {
     const box = el.getBoundingClientRect();
@@ -611,6 +613,7 @@ CHROME = """() => {
     .filter(seen).map((el) => ({what: describe(el), where: where(el), top: Math.round(el.getBoundingClientRect().top)}));
   const title = document.querySelector('.navbar-brand .logo__title') || document.querySelector('.navbar-brand');
   if (!title || !seen(title)) return {searchFields: fields, title: null, coveredBy: []};
+  title.scrollIntoView({block: 'nearest', inline: 'nearest'});
   const box = title.getBoundingClientRect();
   const y = box.top + box.height / 2;
   const coveredBy = [box.left + 2, box.left + box.width / 2, box.right - 2].map((x) => {
