@@ -8,8 +8,9 @@
 #                                     write feedback HTML and exercises/grades.csv
 #   make lock   after editing requirements.in: resolve it again into requirements.txt, the lock
 # Only Python 3.11 and make are assumed; everything else is installed from requirements.txt, the lock:
-# every package at the version and hash it names (and Debian's Chromium for the browser test and
-# bubblewrap for the grading sandbox, with apt-get when run as root).
+# every package at the version and hash it names (and Debian's nodejs to typeset the site's math,
+# Chromium for the browser test and bubblewrap for the grading sandbox, with apt-get when run as
+# root).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -23,14 +24,14 @@ QKV_BUILT = $(BUILD_DIR)/.qkv-built
 JOBS := $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1) )))
 PYTEST_ARGS ?=
 
-.PHONY: site test venv lock browser sandbox clean release grade translations
+.PHONY: site test venv lock node browser sandbox clean release grade translations
 
 SPHINX = PYTHONPATH=$(CURDIR)/book/_ext$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/sphinx-build
 # Both editions, English at $(BUILD_DIR)/html and 繁體中文 at $(BUILD_DIR)/html/zh-TW, from the same
 # chapters. sphinx-build reads the pages in $(JOBS) processes (`jupyter-book build` reads them one
 # by one). The conf.py that Jupyter Book generates does not put the local extensions on the path:
 # PYTHONPATH does.
-site: $(INSTALLED) conf.py
+site: $(INSTALLED) node conf.py
 	@# A change under src/ (code, or what the kernels print in zh-TW) changes every page: rebuild them
 	@# all (Sphinx only tracks the pages and their catalogues).
 	@if [ -f $(QKV_BUILT) ] && [ -z "$$(find src \( -name '*.py' -o -name '*.po' \) -newer $(QKV_BUILT))" ]; then all=; else all=-E; fi; \
@@ -55,7 +56,7 @@ translations: $(INSTALLED) conf.py
 conf.py: _config.yml _toc.yml $(INSTALLED)
 	$(BIN)/jupyter-book config sphinx . >/dev/null
 
-test: $(INSTALLED) browser sandbox
+test: $(INSTALLED) node browser sandbox
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 venv: $(INSTALLED)
@@ -88,6 +89,15 @@ lock: $(INSTALLED)
 	CUSTOM_COMPILE_COMMAND="make lock" $(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe \
 		--strip-extras --no-emit-index-url --no-emit-find-links --output-file requirements.txt \
 		$(LOCK_ARGS) requirements.in pyproject.toml
+
+# The site's math is typeset when it is built, by MathJax (from requirements.txt) in Debian's node.
+node:
+	@if command -v node >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs; \
+	else \
+		echo "The site's math is typeset by MathJax in node when the site is built: sudo apt-get install nodejs"; exit 1; \
+	fi
 
 # The browser test drives Debian's Chromium (no browser download); a CJK font lets it show the tokens.
 browser:
