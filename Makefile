@@ -43,14 +43,17 @@ site: $(INSTALLED) node conf.py
 
 # Translators: bring every catalogue in step with the sources (locales/README.md). The prose of
 # every page (Sphinx's gettext builder, which runs the chapters), the theme's and the extensions'
-# words, and what the chapter kernels draw and print; sphinx-intl then updates each .po, marking
+# words, what the chapter kernels draw and print, what the problem sets' checks say, and the
+# problem sets' markdown; sphinx-intl then updates each .po, marking
 # a changed message fuzzy. A fixed SOURCE_DATE_EPOCH (2026-01-01) keeps unchanged catalogues unchanged.
 translations: $(INSTALLED) conf.py
-	rm -rf $(BUILD_DIR)/gettext $(BUILD_DIR)/gettext-kernel
+	rm -rf $(BUILD_DIR)/gettext $(BUILD_DIR)/gettext-kernel $(BUILD_DIR)/gettext-exercises
 	SOURCE_DATE_EPOCH=1767225600 $(SPHINX) -b gettext -j $(JOBS) -W --keep-going -d $(BUILD_DIR)/.doctrees-gettext . $(BUILD_DIR)/gettext
-	$(BIN)/python locales/extract_messages.py $(BUILD_DIR)/gettext $(BUILD_DIR)/gettext-kernel
+	$(BIN)/python locales/extract_messages.py $(BUILD_DIR)/gettext $(BUILD_DIR)/gettext-kernel $(BUILD_DIR)/gettext-exercises
 	$(BIN)/sphinx-intl update -p $(BUILD_DIR)/gettext -d locales -l zh_TW -w 0 --no-obsolete
 	$(BIN)/sphinx-intl update -p $(BUILD_DIR)/gettext-kernel -d src/qkv_book/locales -l zh_TW -w 0 --no-obsolete
+	$(BIN)/sphinx-intl update -p $(BUILD_DIR)/gettext-exercises/messages -d src/qkv_exercises/locales -l zh_TW -w 0 --no-obsolete
+	$(BIN)/sphinx-intl update -p $(BUILD_DIR)/gettext-exercises/notebooks -d exercises/locales -l zh_TW -w 0 --no-obsolete
 
 # Sphinx's configuration, made from _config.yml (edit that; conf.py is generated and not in git).
 conf.py: _config.yml _toc.yml $(INSTALLED)

@@ -2,7 +2,8 @@
 
 The built site is served on 127.0.0.1 (a free port) and every page is opened in a fresh browser
 context. Any request that would leave the test server is blocked and reported. For each page the
-test checks HTTP status of the page and every asset, the console, typeset math, decoded images,
+test checks HTTP status of the page and every asset, the console, typeset math (typeset when the
+site was built: no typesetting script, MathML for assistive technology), decoded images,
 the font that actually drew the Chinese text, and the navigation (sidebar, next/previous, search).
 The Exercises page must offer each released problem set as a zip without solutions.
 
@@ -11,7 +12,8 @@ scrolling sideways (code may scroll on a phone), and every picture has alt text 
 1280 px a page shows one search field, and nothing covers the sidebar's site title.
 
 A full-page screenshot of every page, at both widths, goes to ``_build/screenshots/`` for review, with the measured
-load times (navigation start to the load event and MathJax's first typesetting) in ``load-times.txt``.
+load times (navigation start to the load event, and MathJax's first typesetting on a page that
+loads MathJax) in ``load-times.txt``; bench/page_ready.py measures page ready against a plain page.
 """
 
 from __future__ import annotations
