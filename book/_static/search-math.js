@@ -1,8 +1,9 @@
 // Math on the search page. The results are added after MathJax's first pass over the page, so the
 // math in their titles and summaries (for example "Why divide by \(\sqrt{d_k}\)?") is typeset as they
 // arrive. A summary is cut out of a page's text around the search term, and a cut through a formula
-// leaves TeX that cannot be typeset: display math is left out of summaries, and an inline formula cut
-// at either end of a summary is dropped.
+// leaves TeX that cannot be typeset: display math is left out of summaries, and so are code listings
+// and printed outputs (a docstring's TeX is code there, never typeset), and an inline formula cut at
+// either end of a summary is dropped.
 
 const tidySummary = (text) => {
   const firstClose = text.indexOf("\\)");
@@ -18,7 +19,7 @@ const leaveDisplayMathOutOfSummaries = () => {
   const htmlToText = Search.htmlToText;
   Search.htmlToText = (htmlString, anchor) => {
     const page = new DOMParser().parseFromString(htmlString, "text/html");
-    page.querySelectorAll("div.math").forEach((formula) => formula.replaceWith(" … "));
+    page.querySelectorAll("div.math, pre").forEach((block) => block.replaceWith(" … "));
     return htmlToText(page.documentElement.outerHTML, anchor);
   };
   const makeSearchSummary = Search.makeSearchSummary;
