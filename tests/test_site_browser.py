@@ -50,12 +50,13 @@ from .browser_support import (
     visit_phone,
     without_fragment,
 )
+from .exercise_support import PROBLEM_SETS as COURSE_PROBLEM_SETS
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 PAGES = toc_docnames(ROOT / "_toc.yml")
 EXERCISES_PAGE = "book/exercises"
-PROBLEM_SETS = [f"ps{n}" for n in range(1, 13)]
+PROBLEM_SETS = [name.split("_")[0] for name in COURSE_PROBLEM_SETS]  # ps1, ps2, ...: every source folder
 # nbgrader's markers; none may survive into what students download.
 SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 
