@@ -292,6 +292,7 @@ IMAGES = """async () => {
 MATH = """(rawTexPattern) => {
   const skip = 'script,style,noscript,template,textarea,pre,code,.highlight,mjx-container';
   const rawTexRegex = new RegExp(rawTexPattern);
+  const typesetter = /mathjax|katex|tex-(chtml|svg|mml)/i;
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   const rawTex = [];
   while (walker.nextNode()) {
@@ -317,6 +318,13 @@ MATH = """(rawTexPattern) => {
               .map((e) => e.getAttribute('data-mjx-error') || e.textContent.slice(0, 80)),
     rawTex,
     mathjaxVersion: (window.MathJax && window.MathJax.version) || null,
+    // The math is typeset when the site is built: a page loads no typesetting script, and each
+    // formula carries MathJax's hidden MathML for screen readers.
+    typesetters: [...document.scripts].map((s) => s.src).filter((src) => typesetter.test(src))
+      .concat(window.MathJax ? ['window.MathJax is defined'] : []),
+    withoutMathML: [...document.querySelectorAll('mjx-container')]
+      .filter((c) => !c.querySelector('mjx-assistive-mml math'))
+      .map((c) => (c.closest('.math') || c).textContent.trim().slice(0, 80)),
   };
 }"""
 
@@ -398,6 +406,7 @@ class PageVisit:
     problems_before_checks: list[str] = dataclasses.field(default_factory=list)
     layout: dict = dataclasses.field(default_factory=dict)
     figures: dict = dataclasses.field(default_factory=dict)
+    chrome: dict = dataclasses.field(default_factory=dict)
 
 
 def new_page(browser, recorder: Recorder, **context_options):
@@ -431,6 +440,7 @@ def visit(browser, base: str, docname: str, screenshot_dir: Path | None) -> Page
         if screenshot_dir is not None:
             result.screenshot = screenshot_dir / (docname.replace("/", "__") + ".png")
             page.screenshot(path=str(result.screenshot), full_page=True)
+        result.chrome = page.evaluate(CHROME)  # after the screenshot: it may scroll the sidebar
         # Last, because it rewraps the page's text in probe spans.
         result.cjk = probe_cjk_fonts(context, page)
         page.wait_for_load_state("networkidle")  # late requests (fonts, the favicon) are recorded too
@@ -587,6 +597,40 @@ def visit_phone(browser, base: str, docname: str, screenshot_dir: Path | None) -
         return result
     finally:
         context.close()
+
+
+# The theme's own chrome at the top of the page: every search field a reader can see (the fields and
+# the buttons drawn as fields, not the magnifier icon), and the sidebar's site title, with whatever
+# is drawn over it at three points along its middle (null where the title itself is on top). The
+# theme scrolls the sidebar to the page's own entry, which can take the title out of view: it is
+# scrolled back first, as a reader would, so that only what is drawn over it counts.
+CHROME = """() => {
+  const seen = (el) => {
+    const box = el.getBoundingClientRect();
+    return box.width > 0 && box.height > 0 && box.right > 0 && box.left < window.innerWidth
+      && el.checkVisibility({visibilityProperty: true, opacityProperty: true});
+  };
+  const describe = (el) => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '')
+    + [...el.classList].slice(0, 3).map((c) => '.' + c).join('');
+  const where = (el) => {
+    const parts = [];
+    for (let e = el.parentElement; e && e !== document.body && parts.length < 3; e = e.parentElement) parts.unshift(describe(e));
+    return parts.join(' > ');
+  };
+  const fields = [...document.querySelectorAll('input[type="search"], input[name="q"], .search-button-field')]
+    .filter(seen).map((el) => ({what: describe(el), where: where(el), top: Math.round(el.getBoundingClientRect().top)}));
+  const title = document.querySelector('.navbar-brand .logo__title') || document.querySelector('.navbar-brand');
+  if (!title || !seen(title)) return {searchFields: fields, title: null, coveredBy: []};
+  title.scrollIntoView({block: 'nearest', inline: 'nearest'});
+  const box = title.getBoundingClientRect();
+  const y = box.top + box.height / 2;
+  const coveredBy = [box.left + 2, box.left + box.width / 2, box.right - 2].map((x) => {
+    const hit = document.elementFromPoint(x, y);
+    if (!hit) return 'nothing: the title is outside the window';
+    return title.contains(hit) || hit.contains(title) ? null : describe(hit);
+  });
+  return {searchFields: fields, title: title.textContent.trim(), coveredBy};
+}"""
 
 
 def open_typeset(page, base: str, docname: str, recorder: Recorder) -> PageVisit:

@@ -2,15 +2,18 @@
 
 The built site is served on 127.0.0.1 (a free port) and every page is opened in a fresh browser
 context. Any request that would leave the test server is blocked and reported. For each page the
-test checks HTTP status of the page and every asset, the console, typeset math, decoded images,
+test checks HTTP status of the page and every asset, the console, typeset math (typeset when the
+site was built: no typesetting script, MathML for assistive technology), decoded images,
 the font that actually drew the Chinese text, and the navigation (sidebar, next/previous, search).
 The Exercises page must offer each released problem set as a zip without solutions.
 
 Every page must fit a laptop (1280 px) and a phone (390 px): no code, equation or table clipped or
-scrolling sideways (code may scroll on a phone), and every picture has alt text and a caption.
+scrolling sideways (code may scroll on a phone), and every picture has alt text and a caption. At
+1280 px a page shows one search field, and nothing covers the sidebar's site title.
 
 A full-page screenshot of every page, at both widths, goes to ``_build/screenshots/`` for review, with the measured
-load times (navigation start to the load event and MathJax's first typesetting) in ``load-times.txt``.
+load times (navigation start to the load event, and MathJax's first typesetting on a page that
+loads MathJax) in ``load-times.txt``; bench/page_ready.py measures page ready against a plain page.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import sync_playwright
 
 from .browser_support import (
+    CHROME,
     CHROMIUM,
     FIGURES,
     LAYOUT,
@@ -150,6 +154,19 @@ def test_math_is_typeset(visits, docname):
     problems += [f"math not typeset: {text!r}" for text in math["untypeset"]]
     problems += [f"MathJax error: {text!r}" for text in math["errors"]]
     problems += [f"raw TeX in the visible text: ...{text}..." for text in math["rawTex"]]
+    assert not problems, report(docname, problems)
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_math_comes_typeset_with_its_mathml_and_no_typesetting_script_is_loaded(visits, docname):
+    """The math was typeset when the site was built: the page loads no MathJax (nor any other
+    typesetter), and every formula holds its MathML for assistive technology."""
+    page = visits(docname)
+    math = page.math
+    problems = [f"loads a typesetting script: {src}" for src in math["typesetters"]]
+    problems += [f"requested a typesetting script: {url}" for url in page.recorder.requests
+                 if re.search(r"mathjax/.*\.js(\?|$)", url, re.I)]
+    problems += [f"a formula without MathML for screen readers: {text!r}" for text in math["withoutMathML"]]
     assert not problems, report(docname, problems)
 
 
@@ -349,7 +366,7 @@ def test_search_finds_softmax(browser, site, screenshots):
         )
         summary = page.inner_text("#search-results p.search-summary")
         hits = page.eval_on_selector_all("#search-results ul.search li a", "links => links.map(a => a.href)")
-        with contextlib.suppress(PlaywrightTimeout):  # the results' math is typeset after they appear
+        with contextlib.suppress(PlaywrightTimeout):  # the results' summaries arrive one by one
             page.wait_for_function(f"() => ({MATH})({json.dumps(RAW_TEX)}).rawTex.length === 0", timeout=10_000)
         math = page.evaluate(MATH, RAW_TEX)
         page.screenshot(path=str(screenshots / "search-softmax.png"), full_page=True)
@@ -360,6 +377,8 @@ def test_search_finds_softmax(browser, site, screenshots):
     problems = recorder.network_problems() + recorder.console_errors
     problems += [f"raw TeX in the search results: ...{text}..." for text in math["rawTex"]]
     problems += [f"MathJax error: {text!r}" for text in math["errors"]]
+    problems += [f"loads a typesetting script: {src}" for src in math["typesetters"]]
+    problems += [f"a formula without MathML for screen readers: {text!r}" for text in math["withoutMathML"]]
     assert not problems, report("search.html?q=softmax", problems)
 
 
@@ -628,3 +647,83 @@ def test_the_layout_and_figure_checks_can_fail(browser, site):
     assert broken["page"], "a 900 px block on a 390 px screen was not reported"
     problems = figure_problems(figures)
     assert any("no alt text" in p for p in problems) and any("not in a figure" in p for p in problems), problems
+
+
+# ---------------------------------------------------------------- the theme's chrome: one search field, the title in view
+#
+# sphinx-book-theme 1.3.0 (with pydata-sphinx-theme 0.17.1) adds a second search field in a bar across the
+# top of every page at 1280 px, above the sidebar's site title; the lock keeps the pair the site was
+# reviewed with. These checks see what a reader sees, whatever the theme's version, in both editions.
+
+EDITIONS = ["en", "zh-TW"]  # the English site at the root, the 繁體中文 one at zh-TW/
+
+
+def chrome_problems(chrome: dict) -> list[str]:
+    problems = []
+    fields = chrome["searchFields"]
+    if len(fields) != 1:
+        shown = "; ".join(f"{f['what']} in {f['where']} at {f['top']} px" for f in fields)
+        problems.append(f"{len(fields)} search fields in view, not 1: {shown or 'none'}")
+    if chrome["title"] is None:
+        problems.append("the sidebar shows no site title")
+    else:
+        covering = sorted({hit for hit in chrome["coveredBy"] if hit})
+        if covering:
+            problems.append(f"the site title {chrome['title']!r} is covered by {', '.join(covering)}")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def chinese_chrome(browser, site):
+    """The theme's chrome (``CHROME``) of each page of the 繁體中文 edition at 1280 px, each page
+    opened once (lazily) and typeset; the English pages' is in ``visits``."""
+    base = site + "zh-TW/"
+    cache = {}
+
+    def get(docname):
+        if docname not in cache:
+            recorder = Recorder(site)
+            context, page = new_page(browser, recorder)
+            try:
+                visit = open_typeset(page, base, docname, recorder)
+                assert visit.status == 200, f"zh-TW/{docname}.html answered {visit.status}"
+                cache[docname] = page.evaluate(CHROME)
+            finally:
+                context.close()
+        return cache[docname]
+
+    return get
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+@pytest.mark.parametrize("docname", PAGES)
+def test_one_search_field_and_the_site_title_uncovered_at_1280_px(visits, chinese_chrome, edition, docname):
+    chrome = visits(docname).chrome if edition == "en" else chinese_chrome(docname)
+    problems = chrome_problems(chrome)
+    assert not problems, report(f"{edition}: {docname} at 1280 px", problems)
+
+
+def test_the_search_field_and_title_checks_can_fail(browser, site):
+    """On a real page made worse on purpose: a second search field across the top, and a bar over the
+    site title, are both reported."""
+    recorder = Recorder(site)
+    context, page = new_page(browser, recorder)
+    try:
+        open_typeset(page, site, "book/qkv_roles", recorder)
+        clean = page.evaluate(CHROME)
+        page.evaluate("""() => {
+          const field = document.querySelector('.search-button-field');
+          const bar = document.createElement('div');
+          bar.style.cssText = 'position: fixed; top: 0; left: 0; width: 100%; height: 200px; z-index: 2000; '
+            + 'background: white';
+          bar.append(field.cloneNode(true));
+          document.body.append(bar);
+        }""")
+        broken = page.evaluate(CHROME)
+    finally:
+        context.close()
+    assert not chrome_problems(clean), chrome_problems(clean)
+    problems = chrome_problems(broken)
+    assert any("2 search fields in view" in p for p in problems), problems
+    assert any("the site title 'Attention by Hand' is covered by div" in p for p in problems), problems
+
