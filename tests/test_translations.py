@@ -103,11 +103,17 @@ KINDS = {"eval": "{eval} expression", "role": "role", "code": "inline code", "di
 
 
 def markup(text: str) -> dict[str, Counter]:
-    """The markup of a message, by kind: ``{"inline math": Counter({"$d_k$": 2}), ...}``."""
+    """The markup of a message, by kind: ``{"inline math": Counter({"$d_k$": 2}), ...}``.
+
+    A role's title is prose, and is translated: a role counts by its name and target, so
+    ``{doc}`why √d_k chapter <why_sqrt_dk>``` counts as ``{doc}`<why_sqrt_dk>```."""
     found = {kind: Counter() for kind in KINDS.values()}
     for match in _MARKUP.finditer(text):
         kind = match.lastgroup
-        found[KINDS[kind]][match.group(kind)] += 1
+        kept = match.group(kind)
+        if kind == "role":
+            kept = re.sub(r"`[^`<]*<([^<>`]*)>`$", r"`<\1>`", kept)
+        found[KINDS[kind]][kept] += 1
     return found
 
 
@@ -134,6 +140,9 @@ def test_the_markup_check_sees_a_dropped_eval_and_a_changed_formula():
     assert source["{eval} expression"] != markup("第 1 個頭有 {eval}`n` 個數。")["{eval} expression"]
     assert source["inline math"] != markup("$d_v =$")["inline math"]
     assert source["role"] == markup("見 {doc}`notation`")["role"]
+    titled = markup("the {doc}`why √d_k chapter <why_sqrt_dk>`")["role"]
+    assert titled == markup("{doc}`為什麼除以 √d_k 那一章 <why_sqrt_dk>`")["role"]
+    assert titled != markup("{doc}`為什麼除以 √d_k 那一章 <notation>`")["role"]
     assert source["inline code"] == Counter({"`qkv`": 1})
 
 
