@@ -37,6 +37,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 import yaml
 
 CHROMIUM = "/usr/bin/chromium"
@@ -161,6 +162,18 @@ def jupyter(subcommand: str, root: Path, home: Path, *options: str, env: dict | 
 def launch_chromium(playwright, **options):
     """Debian's Chromium, headless, with the flags that work on this kind of machine."""
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, **options)
+
+
+def chromium_for_a_module():
+    """A module fixture's body: Debian's Chromium for the module's tests, closed after them."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: run `make browser`")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as driver:
+        browser = launch_chromium(driver)
+        yield browser
+        browser.close()
 
 
 def page_url(base: str, docname: str) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup, Comment, Doctype
 
-from .browser_support import CHROMIUM, launch_chromium, serve, toc_docnames
+from .browser_support import chromium_for_a_module, serve, toc_docnames
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
@@ -190,14 +190,7 @@ def title_terms(title: str) -> str:
 
 @pytest.fixture(scope="module")
 def chromium():
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: run `make browser`")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as driver:
-        browser = launch_chromium(driver)
-        yield browser
-        browser.close()
+    yield from chromium_for_a_module()
 
 
 def search(browser, base: str, query: str) -> list[str]:
