@@ -8,7 +8,7 @@ its own file there, and ``bench/test_suite.py`` adds them up. Records:
 - ``{"kind": "fixture", "name", "scope", "nodeid", "worker", **figures}``: one fixture's own
   setup (the fixtures it requests are set up before it and recorded on their own);
 - ``{"kind": "worker", "worker", **figures}``: the whole process, from loading this plugin to
-  the end of its session.
+  the end of its session (the controller's children include its workers).
 
 Figures are ``wall`` seconds, ``cpu`` seconds of this process (user + sys, every thread) and
 ``children`` seconds (user + sys of the child processes reaped meanwhile: kernels, the book
@@ -85,8 +85,9 @@ class SuiteTimer:
             self.write({"kind": "fixture", "name": fixturedef.argname, "scope": fixturedef.scope,
                         "nodeid": getattr(request.node, "nodeid", ""), **figures})
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_unconfigure(self, config):
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session):
+        # Before pytest-xdist's worker reports that it has finished (and may be ended).
         self.write({"kind": "worker", **_since(self.started)})
         self.out.close()
 

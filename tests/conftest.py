@@ -1,4 +1,9 @@
-"""Shared fixtures: the repository root and one fresh build of the website per test session."""
+"""Shared fixtures: the repository root and one fresh build of the website per test run.
+
+``make test`` runs the tests in one process per core (pytest-xdist, ``--dist loadgroup``): the
+book is built once for all of them, and the tests that share any other fixture wider than a
+function run in one process (``tests/workers.py``).
+"""
 
 from __future__ import annotations
 
@@ -8,28 +13,48 @@ from pathlib import Path
 
 import pytest
 
+from .workers import GroupScheduling, across_workers, once_per_run, write_groups
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session")
+@across_workers
 def built_site(tmp_path_factory) -> Path:
     """Build the whole book from scratch (warnings are errors) and return its ``_build/html``.
 
     The build goes to a temporary folder, so the tests never depend on, or disturb, the
-    ``_build/`` of ``make site``. Set ``QKV_TEST_SITE`` to an existing ``html`` folder to
-    reuse a build while working on the tests themselves.
+    ``_build/`` of ``make site``; it is made once for all the run's workers. Set
+    ``QKV_TEST_SITE`` to an existing ``html`` folder to reuse a build while working on the tests
+    themselves.
     """
     reuse = os.environ.get("QKV_TEST_SITE")
     if reuse:
         html = Path(reuse)
         assert (html / "index.html").is_file(), f"QKV_TEST_SITE={reuse} holds no index.html"
         return html
-    out = tmp_path_factory.mktemp("site") / "_build"
-    # Built by `make site` itself, so the tests see what a reader gets (into an empty folder: every page).
-    result = subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), "site", f"BUILD_DIR={out}"],
-                            capture_output=True, text=True)
-    assert result.returncode == 0, f"the book build failed:\n{result.stdout[-6000:]}\n{result.stderr[-6000:]}"
-    return out / "html"
+
+    def build(folder: Path) -> None:
+        # Built by `make site` itself, so the tests see what a reader gets (into an empty folder: every page).
+        result = subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), "site",
+                                 f"BUILD_DIR={folder / '_build'}"], capture_output=True, text=True)
+        assert result.returncode == 0, f"the book build failed:\n{result.stdout[-6000:]}\n{result.stderr[-6000:]}"
+
+    return once_per_run(tmp_path_factory, "site", build) / "_build" / "html"
+
+
+def pytest_collection_modifyitems(config, items):
+    """In each worker of ``make test``: group the tests that share a fixture's instance."""
+    if hasattr(config, "workerinput"):
+        write_groups(config._tmp_path_factory, items)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` sends each group of tests that share a fixture to one worker."""
+    if config.getvalue("dist") == "loadgroup":
+        return GroupScheduling(config, log)
+    return None
 
 
 from .adversarial_class import adversarial_class  # noqa: E402, F401 (the session's adversarial class)
