@@ -727,3 +727,49 @@ def test_the_search_field_and_title_checks_can_fail(browser, site):
     assert any("2 search fields in view" in p for p in problems), problems
     assert any("the site title 'Attention by Hand' is covered by div" in p for p in problems), problems
 
+
+
+# ---------------------------------------------------------------- the 繁體中文 edition at both widths
+#
+# Three chapters of the 繁體中文 edition (finished catalogues, with figures, math and the examples'
+# tokens), opened as the English pages are and checked the same way: everything loads, the math is
+# typeset, every picture is decoded and has alt text and a caption, the Chinese is drawn with a font
+# that has its glyphs, and nothing is clipped at 1280 px or on a phone. A few pages, not a second pass:
+# the English pages' checks cover the layout of every chapter, and the Chinese pages share it.
+
+ZH_PAGES = ["book/qkv_roles", "book/decoding", "book/training_attention"]
+
+
+@pytest.fixture(scope="module")
+def chinese_visits(browser, site):
+    """Each page of ``ZH_PAGES`` in the 繁體中文 edition opened once (lazily) at 1280 px, or on a phone."""
+    base, cache = site + "zh-TW/", {}
+
+    def get(docname, *, phone=False):
+        if (docname, phone) not in cache:
+            cache[docname, phone] = (visit_phone if phone else visit)(browser, base, docname, None)
+        return cache[docname, phone]
+
+    return get
+
+
+@pytest.mark.parametrize("docname", ZH_PAGES)
+def test_a_chinese_chapter_loads_typesets_draws_its_glyphs_and_fits_1280_px(chinese_visits, fonts, docname):
+    page = chinese_visits(docname)
+    math = page.math
+    problems = [f"HTTP {page.status} for the page itself"] if page.status != 200 else []
+    problems += page.recorder.network_problems() + page.problems_before_checks + page.recorder.console_errors
+    problems += [f"math not typeset: {text!r}" for text in math["untypeset"] + math["errors"]]
+    problems += [f"raw TeX in the visible text: ...{text}..." for text in math["rawTex"]]
+    problems += [f"image not decoded: {image['src']}" for image in page.images
+                 if image["error"] or not image["naturalWidth"]]
+    problems += figure_problems(page.figures) + _font_problems(page.cjk, fonts)
+    problems += layout_problems(page.layout, code_may_scroll=False)
+    assert not problems, report(f"zh-TW/{docname} at 1280 px", problems)
+
+
+@pytest.mark.parametrize("docname", ZH_PAGES)
+def test_on_a_phone_a_chinese_chapter_never_scrolls_sideways_and_nothing_is_clipped(chinese_visits, docname):
+    page = chinese_visits(docname, phone=True)
+    problems = page.problems_before_checks + layout_problems(page.layout, code_may_scroll=True)
+    assert not problems, report(f"zh-TW/{docname} at 390 px", problems)

@@ -13,6 +13,8 @@ has the same dot product, and what rotary embeddings turn. Part 3 checks the stu
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from qkv import self_attention
@@ -95,9 +97,10 @@ def _pair_options(pair, shift: int, variant: int) -> tuple[str, ...]:
     """The options of the same-dot-product question: both positions shifted (the right one, third in
     variant 0), or only one, or one more than the other."""
     p, q = (int(v) for v in pair)
-    right = f"positions {p + shift} and {q + shift}"
-    texts = (f"positions {p} and {q + shift}", f"positions {p + shift} and {q}", right,
-             f"positions {p + shift} and {q + shift + 1}")
+    positions = _("positions {p} and {q}")  # in the language the problem set speaks: the student reads them
+    right = positions.format(p=p + shift, q=q + shift)
+    texts = (positions.format(p=p, q=q + shift), positions.format(p=p + shift, q=q), right,
+             positions.format(p=p + shift, q=q + shift + 1))
     return ordered_options(texts, right, "ps8_options/pairs", variant)
 
 
@@ -113,7 +116,7 @@ def _same_dot_product(g) -> Choice:
 
 
 def _offset(text: str) -> int:
-    first, second = (int(word) for word in text.split() if word.isdigit())
+    first, second = (int(number) for number in re.findall(r"\d+", text))
     return second - first
 
 
