@@ -3,7 +3,8 @@
 The built site is served on 127.0.0.1 (a free port) and every page is opened in a fresh browser
 context. Any request that would leave the test server is blocked and reported. For each page the
 test checks HTTP status of the page and every asset, the console, typeset math (typeset when the
-site was built: no typesetting script, MathML for assistive technology), decoded images,
+site was built: no typesetting script, MathML for assistive technology, and the MathJax fonts it
+is drawn in preloaded, no other fetched), decoded images,
 the font that actually drew the Chinese text, and the navigation (sidebar, next/previous, search).
 The Exercises page must offer each released problem set as a zip without solutions.
 
@@ -167,6 +168,20 @@ def test_math_comes_typeset_with_its_mathml_and_no_typesetting_script_is_loaded(
     problems += [f"requested a typesetting script: {url}" for url in page.recorder.requests
                  if re.search(r"mathjax/.*\.js(\?|$)", url, re.I)]
     problems += [f"a formula without MathML for screen readers: {text!r}" for text in math["withoutMathML"]]
+    assert not problems, report(docname, problems)
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_a_page_preloads_the_math_fonts_it_draws_in_and_fetches_no_other(visits, docname):
+    """A page names the MathJax fonts its math is drawn in, so that they load beside its
+    stylesheets (not one after another once its layout meets them), and fetches none it does not
+    draw in: a preload of a font no formula uses would cost every reader its bytes."""
+    page = visits(docname)
+    drawn = set(page.math_fonts["drawn"])
+    preloaded = set(page.math_fonts["preloaded"])
+    fetched = {without_fragment(url) for url in page.recorder.requests if "/mathjax/fonts/" in url}
+    problems = [f"draws its math in {url} without preloading it" for url in sorted(drawn - preloaded)]
+    problems += [f"fetches {url} and draws nothing in it" for url in sorted(fetched - drawn)]
     assert not problems, report(docname, problems)
 
 
