@@ -2,23 +2,36 @@
 // they fit, down to MIN_SCALE of their size: MathJax 3 does not break a line by itself. The math
 // was typeset when the site was built; this runs once the page's elements are there, again when
 // its fonts arrive and whenever the window changes size.
+// Every formula is measured before any is resized: a size written between two measures would make
+// the browser lay out the whole page again for the next one, once per formula on a long page.
 (() => {
   const MIN_SCALE = 0.6;
 
   const fit = () => {
-    for (const container of document.querySelectorAll('mjx-container[display="true"]')) {
-      // The sizes the stylesheet gives it, to measure again: its own, and that of the text around
-      // it, which text in the page's fonts inside the formula is drawn at.
+    const containers = [...document.querySelectorAll('mjx-container[display="true"]')];
+    // 1) The sizes the stylesheet gives: its own, and that of the text around it, which text in
+    //    the page's fonts inside the formula is drawn at.
+    for (const container of containers) {
       container.style.fontSize = '';
       container.style.removeProperty('--qkv-text-size');
+    }
+    // 2) Measure them all in one layout.
+    const wide = [];
+    for (const container of containers) {
       const math = container.querySelector('mjx-math');
       const box = container.clientWidth;
       const width = math ? math.getBoundingClientRect().width : 0;
       if (!box || width <= box) continue;
-      const scale = Math.max(MIN_SCALE, (box - 2) / width);
       const style = getComputedStyle(container);
-      const natural = parseFloat(style.fontSize);
-      const text = parseFloat(style.getPropertyValue('--qkv-text-size'));
+      wide.push({
+        container,
+        scale: Math.max(MIN_SCALE, (box - 2) / width),
+        natural: parseFloat(style.fontSize),
+        text: parseFloat(style.getPropertyValue('--qkv-text-size')),
+      });
+    }
+    // 3) Then resize the ones too wide.
+    for (const { container, scale, natural, text } of wide) {
       container.style.fontSize = `${(natural * scale).toFixed(2)}px`;
       if (text) container.style.setProperty('--qkv-text-size', `${(text * scale).toFixed(2)}px`);
     }
