@@ -62,7 +62,7 @@ conf.py: _config.yml _toc.yml $(INSTALLED)
 # The tests run in one process per core (pytest-xdist); the tests that share a fixture run in the
 # same process and the book is built once for all (tests/workers.py). TEST_WORKERS=0 runs them in
 # this process alone. conf.py first, so that no two tests make it at the same time.
-TEST_WORKERS := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+TEST_WORKERS ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 test: $(INSTALLED) node browser sandbox conf.py
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 

@@ -1,4 +1,5 @@
-"""Shared fixtures: the repository root and one fresh build of the website per test run.
+"""Shared fixtures: the repository root, one fresh build of the website and one release of the
+course per test run.
 
 ``make test`` runs the tests in one process per core (pytest-xdist, ``--dist loadgroup``): the
 book is built once for all of them, and the tests that share any other fixture wider than a
@@ -41,6 +42,19 @@ def built_site(tmp_path_factory) -> Path:
         assert result.returncode == 0, f"the book build failed:\n{result.stdout[-6000:]}\n{result.stderr[-6000:]}"
 
     return once_per_run(tmp_path_factory, "site", build) / "_build" / "html"
+
+
+@pytest.fixture(scope="session")
+@across_workers
+def released_course(tmp_path_factory) -> Path:
+    """A fresh copy of the course with every problem set released by ``nbgrader generate_assignment``
+    (its ``release/<ps>/<ps>.ipynb``), made once for all the run's workers. The tests only read it."""
+    from .exercise_support import copy_course, nbgrader
+
+    def release(folder: Path) -> None:
+        nbgrader(copy_course(folder), "generate_assignment", "*", "--force")
+
+    return once_per_run(tmp_path_factory, "released-course", release) / "course"
 
 
 def pytest_collection_modifyitems(config, items):

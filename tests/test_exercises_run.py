@@ -24,8 +24,6 @@ from qkv_grading.pipeline import nbgrader_env
 
 from .exercise_support import (
     cell_source,
-    copy_course,
-    nbgrader,
     nbgrader_meta,
     read_notebook,
     source_notebook,
@@ -83,11 +81,9 @@ def test_run_all_with_three_wrong_answers_shows_three_failures_and_the_summary()
 
 
 @pytest.fixture(scope="module")
-def released(tmp_path_factory):
-    course = copy_course(tmp_path_factory.mktemp("validate"))
-    for problem_set in ("ps2_scaled_dot_product", "ps4_single_head", "ps10_online_softmax", "ps11_soft_lookup"):
-        nbgrader(course, "generate_assignment", problem_set, "--force")
-    return course
+def released(released_course):
+    """The course with every problem set released (shared by the run: only read here)."""
+    return released_course
 
 
 def students_notebook(course, problem_set: str, answers: dict[str, str] | None = None) -> dict:

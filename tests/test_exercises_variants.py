@@ -18,7 +18,7 @@ import pytest
 
 from qkv_exercises.problem_sets import get_problem_set
 
-from .exercise_support import PROBLEM_SETS, copy_course, nbgrader, read_notebook, source_notebook
+from .exercise_support import PROBLEM_SETS, read_notebook, source_notebook
 from .notebook_support import STUDENTS, answers_of, compile_notebook, givens_of, score, verdicts
 
 pytestmark = pytest.mark.slow
@@ -45,11 +45,9 @@ def test_the_solution_earns_full_marks_on_every_variant(problem_set):
 
 
 @pytest.fixture(scope="module")
-def released(tmp_path_factory) -> dict:
+def released(released_course) -> dict:
     """The student version of every problem set, as ``nbgrader generate_assignment`` releases it."""
-    course = copy_course(tmp_path_factory.mktemp("release"))
-    nbgrader(course, "generate_assignment", "*", "--force")
-    return {ps: read_notebook(course / "release" / ps / f"{ps}.ipynb") for ps in PROBLEM_SETS}
+    return {ps: read_notebook(released_course / "release" / ps / f"{ps}.ipynb") for ps in PROBLEM_SETS}
 
 
 @pytest.mark.parametrize("problem_set", PROBLEM_SETS)
