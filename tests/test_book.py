@@ -371,5 +371,6 @@ def test_widget_fallback_bundle_decodes_like_the_page_expects():
     """The mime bundle the page is built from carries a base64 PNG (what myst-nb writes to a file)."""
     import qkv_book.widgets
 
-    bundle = qkv_book.widgets.ScalingExplorer(d_k=4)._repr_mimebundle_()
+    bundle, metadata = qkv_book.widgets.ScalingExplorer(d_k=4)._repr_mimebundle_()
     assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")
+    assert metadata["image/png"]["width"] > 0

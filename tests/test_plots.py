@@ -344,9 +344,9 @@ def test_a_figure_shown_in_ipython_is_cropped_to_its_content_and_loses_none_of_i
                   "b": qkv_book.plots.Panel(np.full((3, 4), 0.25), list("甲乙丙"), list("甲乙丙丁"))}
         return qkv_book.plots.heatmap_panels(panels)
 
-    full = np.asarray(Image.open(io.BytesIO(qkv_book.plots.figure_png(fig()))))
+    full = np.asarray(Image.open(io.BytesIO(qkv_book.plots.figure_png(fig()))).convert("RGBA"))
     figure = fig()
-    cropped = np.asarray(Image.open(io.BytesIO(qkv_book.plots.cropped_png(figure))))
+    cropped = np.asarray(Image.open(io.BytesIO(qkv_book.plots.cropped_png(figure))).convert("RGBA"))
     pad = 0.1 * figure.dpi
     assert cropped.shape[1] < full.shape[1] - 2 * pad, "nothing was cropped from the wide figure"
     top, bottom, left, right = ink_box(full)
@@ -356,3 +356,74 @@ def test_a_figure_shown_in_ipython_is_cropped_to_its_content_and_loses_none_of_i
     top, bottom, left, right = ink_box(cropped)
     margins = (top, cropped.shape[0] - 1 - bottom, left, cropped.shape[1] - 1 - right)
     assert all(margin <= pad + 2 for margin in margins), f"margins {margins} px, more than the {pad} px pad"
+
+
+def test_a_figure_shown_in_ipython_has_two_pixels_per_css_pixel_and_keeps_its_size():
+    """On a page a figure is a "2x" PNG shown at half its pixel width: as large as before, and sharp
+    on a high-DPI screen. Its crop matches the 1x picture's, scaled."""
+    import io
+
+    from IPython.core.interactiveshell import InteractiveShell
+    from PIL import Image
+
+    shell = InteractiveShell.instance()
+    qkv_book.plots.show_figures_in_ipython()
+    figure = qkv_book.plots.heatmap(np.eye(3), ["外送", "晚到", "補償"])
+    data, metadata = shell.display_formatter.format(figure)
+    png = data["image/png"]
+    one_x = Image.open(io.BytesIO(qkv_book.plots.cropped_png(figure))).size
+    two_x = Image.open(io.BytesIO(png)).size
+    assert metadata["image/png"]["width"] == round(two_x[0] / 2)
+    # text is hinted to whole pixels at each density, so the tight crop can differ by a few pixels
+    np.testing.assert_allclose(two_x, np.multiply(one_x, 2), rtol=0.02, err_msg="the 2x picture is not the 1x one")
+    assert figure.dpi == 90, "drawing at twice the density changed the figure's own dpi"
+
+
+def test_a_figure_carries_the_alt_text_it_is_given_in_its_png():
+    """with_alt_text's description travels inside the PNG (UTF-8, Chinese included), at any density."""
+    alt = "A heatmap of 3 by 3 weights over 外送 晚到 補償, darkest on the diagonal."
+    figure = qkv_book.plots.with_alt_text(qkv_book.plots.heatmap(np.eye(3), ["外送", "晚到", "補償"]), alt)
+    for png in (qkv_book.plots.cropped_png(figure, density=2), qkv_book.plots.figure_png(figure)):
+        assert qkv_book.plots.alt_text(png) == alt
+    assert qkv_book.plots.alt_text(qkv_book.plots.figure_png(qkv_book.plots.heatmap(np.eye(2), "ab"))) is None
+    with pytest.raises(ValueError, match="alt text describes it in a sentence"):
+        qkv_book.plots.with_alt_text(figure, "a map")
+
+
+def test_a_chart_gets_a_palette_that_changes_no_pixel_visibly_and_a_smaller_png(monkeypatch):
+    """A heatmap's PNG is drawn with 256 colours: every channel of every pixel within 16 of the
+    full-colour drawing of the same figure, in a file at least twice smaller."""
+    import io
+
+    from PIL import Image
+
+    def figure():
+        weights = np.random.default_rng(0).dirichlet(np.ones(4), size=(2, 4))
+        return qkv_book.plots.head_grid(weights, ["中和", "有", "一個", "永和路"])
+
+    png = qkv_book.plots.figure_png(figure())
+    monkeypatch.setattr(qkv_book.plots, "with_palette", lambda picture: picture)
+    full_png = qkv_book.plots.figure_png(figure())
+    shown, full = Image.open(io.BytesIO(png)), Image.open(io.BytesIO(full_png))
+    assert shown.mode == "P" and full.mode == "RGBA", (shown.mode, full.mode)
+    change = np.abs(np.asarray(shown.convert("RGB"), dtype=int) - np.asarray(full.convert("RGB"), dtype=int))
+    assert change.max() <= qkv_book.plots.PALETTE_TOLERANCE
+    assert 2 * len(png) < len(full_png), (len(png), len(full_png))
+
+
+def test_a_map_of_a_long_sentence_keeps_its_weights_and_labels_apart():
+    """head_grid of one head over 12 word pieces (problem set 12's show_maps): every printed weight and
+    every token label is drawn apart from every other one."""
+    import itertools
+
+    tokens = ["[CLS]", "the", "delivery", "was", "late", ",", "so", "i", "want", "compensation", ".", "[SEP]"]
+    weights = np.random.default_rng(1).dirichlet(np.ones(12), size=(1, 12))
+    fig = qkv_book.plots.head_grid(weights, tokens)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    ax = fig.axes[0]
+    texts = [*ax.texts, *ax.get_xticklabels(), *ax.get_yticklabels()]
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts if t.get_text()]
+    touching = [(a, b) for (a, p), (b, q) in itertools.combinations(boxes, 2) if p.overlaps(q)]
+    assert not touching, f"texts that run into each other: {touching[:5]}"

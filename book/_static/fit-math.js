@@ -1,8 +1,11 @@
 // Display equations wider than their column (a phone, a narrow window) are drawn smaller until
-// they fit, down to MIN_SCALE of their size: MathJax 3 does not break a line by itself. Runs once
-// MathJax has typeset the page, again when its fonts arrive and when the window changes size.
+// they fit, but never below MIN_SCALE of their size, where digits such as 0.707107 stay readable:
+// an equation still too wide at that size scrolls sideways in its own box (the class
+// "qkv-math-scrolls"), and the page itself never does. MathJax 3 does not break a line by itself.
+// Runs once MathJax has typeset the page, again when its fonts arrive and when the window changes
+// size. Each equation records the scale it is drawn at in data-fit-scale (the browser test reads it).
 (() => {
-  const MIN_SCALE = 0.6;
+  const MIN_SCALE = 0.85;
 
   const fit = () => {
     for (const container of document.querySelectorAll('mjx-container[display="true"]')) {
@@ -10,13 +13,18 @@
         container.dataset.fitFontSize = container.style.fontSize || '';
       }
       container.style.fontSize = container.dataset.fitFontSize;
+      container.classList.remove('qkv-math-scrolls');
+      container.dataset.fitScale = '1';
       const math = container.querySelector('mjx-math');
       const box = container.clientWidth;
       const width = math ? math.getBoundingClientRect().width : 0;
       if (!box || width <= box) continue;
-      const scale = Math.max(MIN_SCALE, (box - 2) / width);
+      const wanted = (box - 2) / width;
+      const scale = Math.max(MIN_SCALE, wanted);
       const base = parseFloat(container.dataset.fitFontSize) || 100;
       container.style.fontSize = `${(base * scale).toFixed(1)}%`;
+      container.dataset.fitScale = scale.toFixed(3);
+      if (wanted < MIN_SCALE) container.classList.add('qkv-math-scrolls');
     }
   };
 

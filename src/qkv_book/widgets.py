@@ -17,20 +17,29 @@ import ipywidgets
 import numpy as np
 
 from qkv.attention import scaled_dot_product_attention, softmax
-from .plots import figure_png, weight_bars
+from .plots import PIXEL_DENSITY, figure_png, for_display, png_size, weight_bars, with_alt_text
 
 D_K_CHOICES = tuple(2**i for i in range(11))  # 1, 2, 4, ..., 1024
 
 
 class StaticPicture:
     """For an explorer whose ``picture`` (an ``ipywidgets.Image``) shows its state: the display data
-    carries the live widget for Jupyter and that picture as a PNG for pages without a kernel."""
+    carries the live widget for Jupyter and that picture as a PNG for pages without a kernel.
+
+    The picture has :data:`~qkv_book.plots.PIXEL_DENSITY` pixels per CSS pixel and is shown at its
+    CSS width, in the widget and on the page."""
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
         bundle["text/plain"] = self.describe()
-        bundle["image/png"] = base64.b64encode(self.picture.value).decode("ascii")
-        return bundle
+        png, metadata = for_display(self.picture.value)
+        bundle["image/png"] = base64.b64encode(png).decode("ascii")
+        return bundle, {"image/png": metadata}
+
+    def _show(self, png: bytes) -> None:
+        """Show ``png`` in the widget at its CSS width."""
+        self.picture.value = png
+        self.picture.width = str(round(png_size(png)[0] / PIXEL_DENSITY))
 
 
 class ScalingExplorer(StaticPicture, ipywidgets.VBox):
@@ -83,23 +92,36 @@ class ScalingExplorer(StaticPicture, ipywidgets.VBox):
         return unscaled, scaled[0]
 
     def figure(self):
-        """The current state as a matplotlib figure (two bar charts)."""
+        """The current state as a matplotlib figure (two bar charts), with its alt text."""
         unscaled, scaled = self.weights()
-        labels = [f"k{j + 1}" for j in range(len(unscaled))]
+        n_keys = len(unscaled)
+        labels = [f"k{j + 1}" for j in range(n_keys)]
         spread = float(np.std(self.scores()))
-        return weight_bars(
+        fig = weight_bars(
             {r"softmax$(q\cdot k)$": unscaled, r"softmax$(q\cdot k/\sqrt{d_k})$": scaled},
             labels,
-            suptitle=f"d_k = {self.d_k}: the raw scores spread by {spread:.1f} (standard deviation)",
+            suptitle=(rf"$d_k = {self.d_k}$: these {n_keys} raw scores have standard deviation {spread:.1f} "
+                      rf"(expected about $\sqrt{{d_k}}$ = {np.sqrt(self.d_k):.3g})"),
             dpi=90,
         )
+        return with_alt_text(fig, self.alt_text(unscaled, scaled, spread))
+
+    def alt_text(self, unscaled, scaled, spread) -> str:
+        """What the picture shows, in words: the slider's value and the two panels' largest bars."""
+        def largest(weights):
+            return f"{weights.max():.2f}, on k{int(np.argmax(weights)) + 1}"
+
+        return (f"The d_k explorer at d_k = {self.d_k}: a slider for d_k above two bar charts of the weights "
+                f"one query gives {len(unscaled)} keys, k1 to k{len(unscaled)}, whose raw scores have standard "
+                f"deviation {spread:.1f}. Left, the softmax of the raw scores, its largest bar "
+                f"{largest(unscaled)}; right, the softmax of the scaled scores, its largest bar {largest(scaled)}.")
 
     def png(self) -> bytes:
         """The current state as PNG bytes."""
-        return figure_png(self.figure())
+        return figure_png(self.figure(), density=PIXEL_DENSITY)
 
     def _redraw(self, change=None) -> None:
-        self.picture.value = self.png()
+        self._show(self.png())
 
     def describe(self) -> str:
         return f"ScalingExplorer(d_k={self.d_k})"
@@ -188,10 +210,15 @@ class TrainedModelExplorer(StaticPicture, ipywidgets.VBox):
         bar_ax.set_title(f"row of {tokens[query]!r}: its weight on each key", fontsize=9)
         fig.suptitle(f"layer {self.layer.value}, head {self.head.value}, query {tokens[query]!r}", fontsize=10,
                      y=0.99)
-        return fig
+        top = int(np.argmax(weights[query]))
+        return with_alt_text(fig, (
+            f"The trained-model explorer: a heatmap of layer {self.layer.value}, head {self.head.value}'s weights "
+            f"over the {n} tokens of \"{self.sentence.value}\", the row of {tokens[query]!r} (token {query}) "
+            f"boxed, and beside it that row as bars, one per key token, the tallest on {tokens[top]!r} "
+            f"(token {top}, weight {weights[query, top]:.2f})."))
 
     def png(self) -> bytes:
-        return figure_png(self.figure())
+        return figure_png(self.figure(), density=PIXEL_DENSITY)
 
     def describe(self) -> str:
         token = self.encoding().tokens[self.token.value]
@@ -219,4 +246,4 @@ class TrainedModelExplorer(StaticPicture, ipywidgets.VBox):
         self._redraw()
 
     def _redraw(self, change=None) -> None:
-        self.picture.value = self.png()
+        self._show(self.png())
