@@ -44,11 +44,12 @@ c.GenerateFeedback.preprocessors = [
 ]
 
 # Submissions downloaded from a learning platform as one zip: each file is named as Canvas
-# names them, <student>_[late_]<user id>_<submission id>_<notebook>[-<n>].ipynb (for example
-# "alice_12345_67890_ps1_qkv.ipynb"); `python -m qkv_grading grade` reads them without
-# unpacking anything. The same pattern, for `nbgrader zip_collect` run by hand:
+# names them, <name>_[late_]<user id>_<submission id>_<notebook>[-<n>].ipynb (for example
+# "alice_12345_67890_ps1_qkv.ipynb"), or as Moodle does (qkv_grading.platforms); the student
+# is the user id. `python -m qkv_grading grade` reads them without unpacking anything. The
+# Canvas pattern, for `nbgrader zip_collect` run by hand:
 c.FileNameCollectorPlugin.named_regexp = "(?s)(?:.*/)?" + PLATFORM_NAME.format(files=r"ps\d+_[a-z0-9_]+?").replace(
-    "(?P<student>", "(?P<student_id>").replace("(?P<file>", "(?P<file_id>") + "$"
+    "(?P<user>", "(?P<student_id>").replace("(?P<file>", "(?P<file_id>") + "$"
 
 # `nbgrader export` writes grades.csv through the csv module, so that any student id gives a valid file.
 c.ExportApp.plugin_class = "qkv_grading.gradebook.CsvExport"

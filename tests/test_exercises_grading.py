@@ -172,9 +172,26 @@ def json_bytes(nb: dict) -> bytes:
     return json.dumps(nb).encode("utf-8")
 
 
-def test_a_zip_from_a_learning_platform_is_collected_by_the_platforms_names(released, tmp_path):
-    """Canvas's names: ids with '_', a late resubmission (the latest is graded), ids sharing a prefix;
-    an unsafe id, a name of non-UTF-8 bytes, a zip inside the download and a stray file are reported."""
+def _typed_for(nb: dict, name: str) -> dict:
+    """``nb`` solved by hand for the numbers of ``name``: its first answer typed in, and ``STUDENT_ID = name``."""
+    import numpy as np
+
+    from qkv import examples
+    from qkv_exercises.identity import student_variant
+
+    ex = examples.q1_example(student_variant(PS2, name))
+    nb = with_answer(nb, "answer_scores_q1", f"scores_q1 = {np.round(ex.Q @ ex.K.T, 2).tolist()}")
+    for cell in nb["cells"]:
+        if "student-id" in cell["metadata"].get("tags", []):
+            cell["source"] = f"STUDENT_ID = {name!r}\nPRACTICE = 1"
+    return nb
+
+
+def test_a_zip_from_a_learning_platform_is_collected_by_the_platforms_user_ids(released, tmp_path):
+    """Canvas's and Moodle's names: the student is the platform's user id, so two students named 'ann' are two
+    students; their numbers are their names' (what they typed as STUDENT_ID). Ids with '_', a late resubmission
+    (the latest is graded); an unsafe name, a name of non-UTF-8 bytes, a zip inside the download and a stray
+    file are reported."""
     course, _ = released
     source = source_notebook(PS2)
     slip = with_answer(source, "answer_weights_head1", SLIP_A1)
@@ -182,8 +199,11 @@ def test_a_zip_from_a_learning_platform_is_collected_by_the_platforms_names(rele
         f"hana_4711_90210_{PS2}.ipynb": source,
         f"ivan_late_4712_90210_{PS2}-1.ipynb": source,
         f"ivan_late_4712_90211_{PS2}-2.ipynb": slip,
-        f"ann_4713_1_{PS2}.ipynb": source,
+        f"ann_4713_1_{PS2}.ipynb": _typed_for(source, "ann"),
+        f"ann_4720_7_{PS2}.ipynb": slip,
         f"ann_b_4714_2_{PS2}.ipynb": slip,
+        f"Lee Wu_310_assignsubmission_file_{PS2}.ipynb": source,
+        f"Kim Ho_311_assignsubmission_file/{PS2}.ipynb": slip,
         f".._4715_3_{PS2}.ipynb": source,
         f"cafX_4716_4_{PS2}.ipynb": source,
         f"olga_4717_5_{PS2}.zip": b"PK\x03\x04 an archive a student uploaded",
@@ -193,42 +213,72 @@ def test_a_zip_from_a_learning_platform_is_collected_by_the_platforms_names(rele
     archive.write_bytes(data.replace(b"cafX_", b"caf\xe9_"))  # a name in Latin-1, not UTF-8
     result = grading(course, "grade", str(archive))
     assert result.returncode == 0, result.stdout + result.stderr
-    grades = {s: g for (s, ps), g in read_grades(course / "grades.csv").items() if s in ("hana", "ivan", "ann", "ann_b")}
-    assert grades == {"hana": FULL, "ivan": FULL - 1, "ann": FULL, "ann_b": FULL - 1}, result.stdout
+    users = {"4711": FULL, "4712": FULL - 1, "4713": FULL, "4720": FULL - 1, "4714": FULL - 1, "310": FULL,
+             "311": FULL - 1}
+    grades = {s: g for (s, ps), g in read_grades(course / "grades.csv").items() if s in users}
+    assert grades == users, result.stdout
+    import csv
+
+    with (course / "grades.csv").open(encoding="utf-8", newline="") as f:
+        names = {row["student_id"]: row["last_name"] for row in csv.DictReader(f) if row["student_id"] in users}
+    assert names == {"4711": "hana", "4712": "ivan", "4713": "ann", "4720": "ann", "4714": "ann_b", "310": "Lee Wu",
+                     "311": "Kim Ho"}
     printed = result.stdout
-    assert "2 uploads in the download" in "\n".join(student_lines(printed, "ivan"))
+    assert "2 uploads in the download" in "\n".join(student_lines(printed, "4712"))
     assert f"graded the latest, ivan_late_4712_90211_{PS2}-2.ipynb" in printed
-    assert f"REFUSED: '.._4715_3_{PS2}.ipynb': the student id '..' cannot be used" in printed
+    assert "solved with STUDENT_ID" not in printed, "ann typed her name, whose numbers she was graded with"
+    assert f"REFUSED: '.._4715_3_{PS2}.ipynb': the student name '..' cannot be used" in printed
     assert "REFUSED: b'caf\\xe9_4716_4" in printed and "not UTF-8" in printed
     assert f"NOT COLLECTED: 'olga_4717_5_{PS2}.zip' (an archive" in printed
     assert f"NOT COLLECTED: '{PS2}.ipynb' (its name does not match" in printed
-    assert "Collected 4 submissions from 4 students." in printed
+    assert "Collected 7 submissions from 7 students." in printed
     assert not any(p.name.startswith("olga") for p in (course / "submitted").iterdir())
+    timestamps = {row[3]: row[2] for row in csv.reader((course / "grades.csv").open(encoding="utf-8"))}
+    assert all(timestamps[u] for u in users), "every hand-in has the time it was handed in"
+
+    regraded = grading(course, "grade", str(course / "submitted"), "--problem-set", PS2)
+    assert regraded.returncode == 0, regraded.stdout + regraded.stderr
+    assert {s: g for (s, ps), g in read_grades(course / "grades.csv").items() if s in users} == users, \
+        "a regrade of what was collected keeps each platform student's numbers"
 
 
 def test_odd_folder_names_are_graded_and_unsafe_ones_refused(released, tmp_path):
-    """Folder names that are globs, hold a comma or a quote are ids like any; '..'-like, control characters,
-    bytes that are not UTF-8 and spreadsheet formulas are refused with a line each; grades.csv stays valid CSV,
-    also as nbgrader's own export writes it."""
+    """Folder names that are globs, hold a comma or a quote, or are the course's own folder names are ids like
+    any; '..'-like, control characters, bytes that are not UTF-8, spreadsheet formulas and ids that differ only
+    by case or Unicode form are refused with a line each; grades.csv stays valid CSV, also as nbgrader's own
+    export writes it."""
     course, _ = released
     folder = tmp_path / "submitted"
     source = source_notebook(PS2)
-    good = ["[xy]", "com,ma", 'quote"d', "na\u0308me"]
-    for student in good + ["bad\nname", "=1+1"]:
+    good = ["[xy]", "com,ma", 'quote"d', "na\u0308me", "submitted", "autograded", "feedback", "source", "_mathjax"]
+    pairs = ["Zoe", "zoe", "\u212bsa", "\u00c5sa"]  # case; the Angstrom sign and the letter it is equivalent to
+    for student in good + pairs + ["bad\nname", "=1+1"]:
         write_notebook(folder / student / PS2 / f"{PS2}.ipynb", source)
     os.makedirs(os.path.join(os.fsencode(folder), b"caf\xe9", os.fsencode(PS2)))
     write_notebook(folder / os.fsdecode(b"caf\xe9") / PS2 / f"{PS2}.ipynb", source)
     result = grading(course, "grade", str(folder))
     assert result.returncode == 0, result.stdout + result.stderr
     grades = read_grades(course / "grades.csv")
-    for student in ["[xy]", "com,ma", 'quote"d', "n\u00e4me"]:  # the last in Unicode's composed form
+    for student in ["[xy]", "com,ma", 'quote"d', "n\u00e4me", "submitted", "autograded", "feedback", "source",
+                    "_mathjax"]:  # n\u00e4me in Unicode's composed form
         assert grades[(student, PS2)] == FULL, result.stdout
     assert "REFUSED: the folder 'bad\\nname': it holds control or invisible characters" in result.stdout
     assert "REFUSED: the folder '=1+1': it starts with '='" in result.stdout
     assert "REFUSED: the folder b'caf\\xe9': it holds bytes that are not UTF-8 text" in result.stdout
+    assert "REFUSED: the folder 'Zoe': it is the same id as 'zoe' but for case or Unicode form" in result.stdout
+    assert "REFUSED: the folder 'zoe': it is the same id as 'Zoe'" in result.stdout
+    assert "REFUSED: the folder '\u00c5sa' ('\\xc5sa'): it is the same id as '\u212bsa' ('\\u212bsa')" in result.stdout
+    assert not [s for s, _ in grades if s.lower() in ("zoe", "\u00e5sa")], "neither of a pair is graded"
     nbgrader(course, "export", "--to=nbgrader-export.csv")
     theirs = read_grades(course / "nbgrader-export.csv")  # every problem set, 0 where nothing was handed in
     assert {k: v for k, v in theirs.items() if k[1] == PS2} == {k: v for k, v in grades.items() if k[1] == PS2}
+    import csv
+
+    with (course / "grades.csv").open(encoding="utf-8", newline="") as f:
+        order = [(row["student_id"], row["assignment"]) for row in csv.DictReader(f)]
+    from qkv_exercises.problem_sets import order as ps_order
+
+    assert order == sorted(order, key=lambda k: (k[0], ps_order(k[1]))), "rows by student, then problem set"
 
 
 def test_a_killed_run_keeps_its_grades_and_the_next_run_finishes(released, tmp_path):

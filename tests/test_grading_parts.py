@@ -1,5 +1,5 @@
-"""The grader's parts that need no sandbox: ids, platform file names, reading what a sandbox sent back,
-feedback escaping, CSV, and what the sandbox is allowed to see."""
+"""The grader's parts that need no sandbox: ids, platform file names, feedback escaping, CSV, and what
+the sandbox is allowed to see. (Reading what a sandbox sent back: tests/grading/.)"""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import json
 import pytest
 
 from qkv_grading import feedback, gradebook, jobs, judging, sandbox
-from qkv_grading.collect import id_problem, platform_name
+from qkv_grading.collect import id_key, id_problem
+from qkv_grading.platforms import read_upload
 from qkv_grading.sandbox import Limits
 
 from .exercise_support import ROOT, SOURCE
@@ -32,36 +33,24 @@ def test_unsafe_ids_are_refused_with_the_reason(name, why):
     assert why in id_problem(name)
 
 
-@pytest.mark.parametrize("file, student, late, attempt", [
-    ("hana_4711_90210_ps2_scaled_dot_product.ipynb", "hana", None, None),
-    ("ivan_late_4712_90210_ps2_scaled_dot_product-2.ipynb", "ivan", "late", "2"),
-    ("ann_b_4714_2_ps2_scaled_dot_product.ipynb", "ann_b", None, None),
-    ("a_1_2_3_55_66_ps2_scaled_dot_product-10.ipynb", "a_1_2_3", None, "10"),
+@pytest.mark.parametrize("path, name, user, late, attempt", [
+    ("hana_4711_90210_ps2_scaled_dot_product.ipynb", "hana", "4711", False, 0),
+    ("ivan_late_4712_90210_ps2_scaled_dot_product-2.ipynb", "ivan", "4712", True, 2),
+    ("ann_b_4714_2_ps2_scaled_dot_product.ipynb", "ann_b", "4714", False, 0),
+    ("a_1_2_3_55_66_ps2_scaled_dot_product-10.ipynb", "a_1_2_3", "55", False, 10),
+    ("Ann Lee_310_assignsubmission_file_ps2_scaled_dot_product.ipynb", "Ann Lee", "310", False, 0),
+    ("all/Ann_Lee_311_assignsubmission_file/ps2_scaled_dot_product.ipynb", "Ann_Lee", "311", False, 0),
 ])
-def test_platform_file_names_are_read_from_their_right_end(file, student, late, attempt):
-    match = platform_name(["ps1_qkv", "ps2_scaled_dot_product"]).fullmatch(file)
-    assert (match["student"], match["late"], match["attempt"], match["file"]) == (
-        student, late, attempt, "ps2_scaled_dot_product")
+def test_platform_file_names_are_read_from_their_right_end(path, name, user, late, attempt):
+    upload = read_upload(path, ["ps1_qkv", "ps2_scaled_dot_product"])
+    assert (upload.name, upload.user, upload.late, upload.attempt, upload.problem_set) == (
+        name, user, late, attempt, "ps2_scaled_dot_product")
 
 
-def test_lines_that_are_not_answers_are_counted_and_ignored():
-    lines = ['{"start": 0}', '{"cell": 0, "outputs": []}', "[" * 100_000, "not json", '{"cell": "x"}', "[]",
-             '{"capture": 1, "value": {"t": "none"}}', '{"capture": 1, "value": {"t": "str", "v": "later"}}',
-             '{"done": true}']
-    reading = judging.read_lines(lines)
-    assert reading.done and reading.started == [0] and list(reading.cells) == [0]
-    assert reading.captures[1]["value"] == {"t": "none"}, "the first answer for a check counts"
-    assert reading.unreadable == 4
-
-
-def test_outputs_are_plain_text_of_known_kinds_and_bounded():
-    record = {"outputs": [{"kind": "stdout", "text": "x" * 50_000}, {"kind": "html", "text": "<b>"},
-                          {"kind": "display", "text": "[1]", "omitted": ["text/html", "application/javascript"]},
-                          "nonsense", {"kind": "error", "text": "tb", "ename": "E" * 500, "evalue": 7}]}
-    items = judging.clean_outputs(record)
-    assert [i["kind"] for i in items] == ["stdout", "display", "error", "cut"]
-    assert sum(len(i["text"]) for i in items[:-1]) <= judging.MAX_OUTPUT_CHARS
-    assert len(items[2]["ename"]) == 200 and items[2]["evalue"] == "7"
+@pytest.mark.parametrize("a, b", [("Alice", "alice"), ("n\u00e4me", "na\u0308me"), ("STRASSE", "straße"),
+                                  ("\ufb01le", "file")])
+def test_ids_that_differ_only_by_case_or_unicode_form_share_a_key(a, b):
+    assert id_key(a) == id_key(b)
 
 
 def _plan():
@@ -115,6 +104,18 @@ def test_grades_csv_is_valid_for_any_id(tmp_path):
     gradebook.write_csv(tmp_path / "g.csv", table)
     rows = list(csv.reader(io.StringIO((tmp_path / "g.csv").read_text(encoding="utf-8"))))
     assert rows[0] == list(gradebook.COLUMNS) and rows[1][3] == 'com,ma "quoted"'
+
+
+def test_a_changed_score_keeps_the_one_it_replaced_in_grades_csv(tmp_path):
+    def written(score: str) -> dict:
+        gradebook.write_csv(tmp_path / "g.csv", [["ps1", "", "", "ann", "", "", "", score, "0.0", score, "8.0"],
+                                                 ["ps1", "", "", "bob", "", "", "", "3.0", "0.0", "3.0", "8.0"]])
+        with (tmp_path / "g.csv").open(encoding="utf-8", newline="") as f:
+            return {row["student_id"]: row["previous_score"] for row in csv.DictReader(f)}
+
+    assert written("8.0") == {"ann": "", "bob": ""}
+    assert written("6.0") == {"ann": "8.0", "bob": ""}, "ann's regrade changed 8 -> 6"
+    assert written("6.0") == {"ann": "", "bob": ""}, "an export that changes nothing marks nothing"
 
 
 def test_the_sandbox_sees_numpy_and_ipython_but_nothing_of_the_course():

@@ -22,6 +22,9 @@ from .blockwise import OnlineSoftmaxStep, blockwise_attention, online_softmax, o
 from .lookup import additive_attention, gaussian_as_dot_product, gaussian_kernel_weights, hard_lookup
 from .lookup import nadaraya_watson, squared_distances
 from .initialisation import lecun_normal
+from .backward import attention_backward, central_differences, linear_backward, multi_head_attention_backward
+from .backward import softmax_backward
+from .training import Adam, cross_entropy, cross_entropy_backward
 
 __all__ = [
     "softmax",
@@ -77,4 +80,12 @@ __all__ = [
     "additive_attention",
     "models",
     "lecun_normal",
+    "softmax_backward",
+    "attention_backward",
+    "linear_backward",
+    "multi_head_attention_backward",
+    "central_differences",
+    "cross_entropy",
+    "cross_entropy_backward",
+    "Adam",
 ]

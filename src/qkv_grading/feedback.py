@@ -27,6 +27,7 @@ from pathlib import Path
 
 from .jobs import Plan, RunCell
 from .judging import Graded
+from .safe_text import stored
 
 MAX_SHOWN = 10_000  # characters of one cell's source or one output block
 MAX_PAGE = 2_000_000  # characters of page after which the notebook is no longer shown
@@ -58,7 +59,8 @@ MATHJAX_PARTS = ("tex-svg.js", "input", "ui", "a11y", "sre")
 
 
 def escaped(text: str, limit: int = MAX_SHOWN) -> str:
-    text = str(text)
+    """``text`` as HTML text: made safe (:func:`safe_text.stored`), cut at ``limit`` characters, escaped."""
+    text = stored(text)
     if len(text) > limit:
         text = text[:limit] + f"\n... ({len(text) - limit} more characters not shown)"
     return html.escape(text, quote=True)
@@ -172,14 +174,15 @@ def copy_mathjax(feedback_root: Path) -> None:
 
 
 def _nb_output(item: dict) -> dict:
-    kind = item["kind"]
+    kind, text = item["kind"], stored(item["text"])
     if kind in ("stdout", "stderr"):
-        return {"output_type": "stream", "name": kind, "text": item["text"]}
+        return {"output_type": "stream", "name": kind, "text": text}
     if kind == "error":
-        return {"output_type": "error", "ename": item["ename"], "evalue": item["evalue"], "traceback": [item["text"]]}
+        return {"output_type": "error", "ename": stored(item["ename"]), "evalue": stored(item["evalue"]),
+                "traceback": [text]}
     if kind == "cut":
-        return {"output_type": "stream", "name": "stderr", "text": item["text"] + "\n"}
-    data = {"text/plain": item["text"]}
+        return {"output_type": "stream", "name": "stderr", "text": text + "\n"}
+    data = {"text/plain": text}
     if kind == "result":
         return {"output_type": "execute_result", "data": data, "metadata": {}, "execution_count": None}
     return {"output_type": "display_data", "data": data, "metadata": {}}
@@ -190,18 +193,19 @@ def autograded_notebook(plan: Plan, graded: Graded) -> dict:
     cells = []
     for number, cell in enumerate(graded.cells):
         metadata = dict(cell.source_cell.metadata) if cell.source_cell is not None else {}
-        source = cell.source
+        source = stored(cell.source)
         if cell.kind in ("markdown", "student-markdown", "answer-markdown", "manual-markdown"):
             cells.append({"cell_type": "markdown", "id": f"cell-{number}", "metadata": metadata, "source": source})
             continue
         outputs = [_nb_output(o) for o in graded.outputs.get(cell.job_id, ())] if cell.job_id is not None else []
         if cell.kind == "test":
             result = graded.checks.get(cell.grade_id)
+            message = stored(result.message) if result is not None else ""
             if result is not None and not result.passed:
-                outputs.append({"output_type": "error", "ename": "AnswerMismatch", "evalue": result.message,
-                                "traceback": [f"AnswerMismatch: {result.message}"]})
+                outputs.append({"output_type": "error", "ename": "AnswerMismatch", "evalue": message,
+                                "traceback": [f"AnswerMismatch: {message}"]})
             elif result is not None:
-                outputs.append({"output_type": "stream", "name": "stdout", "text": f"\u2713 {result.message}\n"})
+                outputs.append({"output_type": "stream", "name": "stdout", "text": f"\u2713 {message}\n"})
         cells.append({"cell_type": "code", "id": f"cell-{number}", "metadata": metadata, "source": source, "outputs": outputs,
                       "execution_count": None})
     return {"nbformat": 4, "nbformat_minor": 5, "cells": cells,

@@ -36,6 +36,8 @@ from qkv_exercises.checks import FunctionCheck, ProblemSet, seed_for
 from qkv_exercises.identity import student_variant
 from qkv_exercises.notebook import Session
 
+from .safe_text import stored
+
 STUDENT_ID_TAG = "student-id"
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 MAX_NOTEBOOK_BYTES = 20 << 20
@@ -201,6 +203,9 @@ def read_submission(path: Path) -> dict:
             raise NotANotebook(f"{path.name} is not a valid notebook (a cell without a type)")
         if len(cell_text(cell)) > MAX_CELL_CHARS:
             raise NotANotebook(f"{path.name} has a cell of more than {MAX_CELL_CHARS} characters")
+        # Lone surrogates (which no UTF-8 file holds), control and bidirectional characters become
+        # visible escapes: in a string literal they mean what they meant; anywhere else they were errors.
+        cell["source"] = stored(cell_text(cell).replace("\r\n", "\n").replace("\r", "\n"))
     return nb
 
 
@@ -301,9 +306,10 @@ def calls_of(plan_: Plan, check: FunctionCheck, givens: dict, student: str, key:
     return plan_.problem_set.visible_calls(check, givens)
 
 
-def build_job(plan_: Plan, cells: list[RunCell], student: str, key: str) -> dict:
-    """The sandbox job for ``cells`` (from :func:`arrange`), with the givens of ``student``'s variant."""
-    givens = givens_of(plan_, student)
+def build_job(plan_: Plan, cells: list[RunCell], student: str, key: str, variant_id: str | None = None) -> dict:
+    """The sandbox job for ``cells`` (from :func:`arrange`), with the givens of the variant of ``variant_id``
+    (``student`` when None) and the hidden inputs drawn for ``student``."""
+    givens = givens_of(plan_, variant_id or student)
     job_cells = []
     for cell in cells:
         if cell.kind in ("instructor", "answer", "manual", "student-id", "student"):

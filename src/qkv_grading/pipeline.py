@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -45,9 +45,10 @@ from qkv_exercises.problem_sets import order as problem_set_order
 
 from . import collect as collecting
 from . import feedback as feedbacks
-from . import gradebook, jobs, judging, sandbox
+from . import gradebook, jobs, judging, run_record, sandbox
 from .collect import Submission
 from .journal import Journal, result_key
+from .safe_text import for_terminal
 
 COURSE_ID = "attention-by-hand"
 DEFAULT_COURSE = Path("exercises")
@@ -247,12 +248,12 @@ def collect(course: Course, submissions: Path, problem_set: str | None = None, o
 
 @dataclass
 class Task:
-    """One submission on its way through grading."""
+    """One submission on its way through grading (its job is dropped once it is sent to a sandbox)."""
 
     sub: Submission
     plan: jobs.Plan
     cells: list
-    job: dict
+    job: dict | None
     key: str
 
 
@@ -289,43 +290,70 @@ def _ensure_released(course: Course, plans: list[jobs.Plan], out: Printer) -> No
         release(course, out, stale)
 
 
-def run_jobs(tasks: list[Task], limits: sandbox.Limits, workers: int, dask: str | None) -> Iterator[tuple[Task, dict]]:
-    """Run the tasks' jobs (the pure step) and yield each with its result as it finishes."""
-    if not tasks:
-        return
+def run_jobs(tasks: Iterable[Task], limits: sandbox.Limits, workers: int,
+             dask: str | None) -> Iterator[tuple[Task, bytes]]:
+    """Run the tasks' jobs (the pure step) and yield each with its run record's bytes as it finishes.
+
+    ``tasks`` is read only as sandboxes come free, at most two per sandbox ahead, and each
+    record is yielded (and then dropped) as it comes: memory does not grow with the class.
+    """
     if dask:
         yield from _run_on_dask(tasks, limits, dask)
         return
     sandbox.STOP.clear()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(sandbox.run_job, t.job, limits.as_dict()): t for t in tasks}
+    tasks, workers = iter(tasks), max(1, workers)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        running: dict[concurrent.futures.Future, Task] = {}
         try:
-            for future in concurrent.futures.as_completed(futures):
-                yield futures[future], _result_of(future)
+            while True:
+                while len(running) < 2 * workers and (task := next(tasks, None)) is not None:
+                    running[pool.submit(sandbox.run_job, task.job, limits.as_dict())] = task
+                    task.job = None
+                if not running:
+                    return
+                finished, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+                for future in finished:
+                    yield running.pop(future), _result_of(future)
         finally:  # stopped (Ctrl-C) or done: nothing still waiting runs, nothing still running goes on
-            for future in futures:
+            for future in running:
                 future.cancel()
             sandbox.STOP.set()
 
 
-def _result_of(future) -> dict:
+def _result_of(future) -> bytes:
     try:
         return future.result()
     except Exception as err:  # the machinery failed (not the submission): reported, never graded as 0
-        return {"lines": [], "error": f"{type(err).__name__}: {str(err)[:300]}"}
+        return run_record.failed(f"{type(err).__name__}: {str(err)[:300]}")
 
 
-def _run_on_dask(tasks: list[Task], limits: sandbox.Limits, address: str) -> Iterator[tuple[Task, dict]]:
+def _run_on_dask(tasks: Iterable[Task], limits: sandbox.Limits, address: str) -> Iterator[tuple[Task, bytes]]:
     from distributed import Client, as_completed
 
     with Client(address, timeout=30) as client:
-        futures = {client.submit(sandbox.run_job, t.job, limits.as_dict(), key=f"qkv-grade-{t.key}", pure=False): t
-                   for t in tasks}
+        tasks, running = iter(tasks), {}
+        ahead = 2 * max(1, sum(client.nthreads().values()))
+
+        def submit():
+            task = next(tasks, None)
+            if task is not None:
+                future = client.submit(sandbox.run_job, task.job, limits.as_dict(), key=f"qkv-grade-{task.key}",
+                                       pure=False)
+                running[future], task.job = task, None
+                queue.add(future)
+            return task
+
+        queue = as_completed()
+        while len(running) < ahead and submit() is not None:
+            pass
         try:
-            for future in as_completed(futures):
-                yield futures[future], _result_of(future)
+            for future in queue:
+                task, data = running.pop(future), _result_of(future)
+                future.release()
+                submit()
+                yield task, data
         finally:
-            client.cancel(list(futures))
+            client.cancel(list(running))
 
 
 class Progress:
@@ -341,13 +369,26 @@ class Progress:
     def line(self, text: str) -> None:
         self.done += 1
         self.bar.update(1)
+        line = for_terminal(f"  [{self.done:>{len(str(self.total))}}/{self.total}] {text}")
         if self.bar.disable:
-            self.out(f"  [{self.done:>{len(str(self.total))}}/{self.total}] {text}")
+            self.out(line)
         else:
-            self.bar.write(f"  [{self.done:>{len(str(self.total))}}/{self.total}] {text}", file=sys.stdout)
+            self.bar.write(line, file=sys.stdout)
 
     def close(self) -> None:
         self.bar.close()
+
+
+def terminal_printer(out: Printer) -> Printer:
+    """``out``, with every line it prints first made safe for a terminal (:func:`safe_text.for_terminal`)."""
+    if getattr(out, "terminal_safe", False):
+        return out
+
+    def printer(line: str) -> None:
+        out(for_terminal(line))
+
+    printer.terminal_safe = True
+    return printer
 
 
 def grade(course: Course, submissions: Path, *, problem_set: str | None = None, timeout: float | None = None,
@@ -355,6 +396,7 @@ def grade(course: Course, submissions: Path, *, problem_set: str | None = None, 
           out: Printer = print) -> list[Submission]:
     """Collect, grade (sandbox, then judge), write the gradebook, feedback and ``grades.csv``; print a summary."""
     started = time.perf_counter()
+    out = terminal_printer(out)
     if not dask:
         try:
             sandbox.check_available()
@@ -370,7 +412,6 @@ def grade(course: Course, submissions: Path, *, problem_set: str | None = None, 
     plans = plans_for(course, {s.problem_set for s in subs}, out)
     good_plans = [p for p in plans.values() if not isinstance(p, str)]
     _ensure_released(course, good_plans, out)
-    key = jobs.grading_key(course.root)
     for sub in subs:
         if isinstance(plans[sub.problem_set], str):
             sub.gradable = False
@@ -380,45 +421,16 @@ def grade(course: Course, submissions: Path, *, problem_set: str | None = None, 
     out(f"Grading {len(subs)} submission{'s' if len(subs) != 1 else ''} in sandboxes, {where} (each notebook may run "
         f"{limits.notebook_seconds:g} s, each cell {min(limits.cell_seconds, limits.notebook_seconds):g} s) ...")
     bar = Progress(len(subs), out, sys.stderr.isatty() if progress_bar is None else progress_bar)
-    failed_machinery = 0
     try:
         with gradebook.Writer(course.db_url, COURSE_ID) as writer:
-            journals = {p.name: Journal(course.root, p.name) for p in good_plans}
-            done = {ps: ({} if fresh else j.load()) for ps, j in journals.items()}
-            tasks, keys_now = [], {ps: {} for ps in journals}
-            for sub in subs:
-                task = _prepare(course, sub, plans[sub.problem_set], key, limits) if sub.gradable else None
-                if task is not None:
-                    keys_now[sub.problem_set][sub.student] = task.key
-                if task is None:
-                    _record_ungradable(course, writer, sub, plans)
-                    bar.line(f"{sub.problem_set}  {sub.student}: not graded, 0 points: {sub.notes[-1]}")
-                elif task.key in done[sub.problem_set]:
-                    _finish(course, writer, task, done[sub.problem_set][task.key], key, limits, None)
-                    bar.line(f"{sub.problem_set}  {sub.student}: {sub.score:g} / {sub.max_score:g} (from the journal)")
-                else:
-                    tasks.append(task)
+            run = Grading(course, writer, plans, limits, bar, fresh, rerun=bool(dask) or workers > 1)
+            for task, data in run_jobs(run.pending(subs), limits, workers, dask):
+                run.receive(task, data)
             # A notebook stopped at its time limit runs once more on its own, after the others, so that
             # no other notebook's load (a fork bomb next to it) can cost it marks.
-            again = []
-            for rerun, batch in ((False, tasks), (True, again)):
-                for task, result in run_jobs(batch, limits, 1 if rerun else workers, dask):
-                    if result.get("error") and not result.get("lines"):
-                        failed_machinery += 1
-                        task.sub.gradable = False
-                        task.sub.notes.append(f"not graded: the sandbox could not run it: {result['error']}")
-                        bar.line(f"{task.plan.name}  {task.sub.student}: NOT GRADED: {task.sub.notes[-1]}")
-                    elif result.get("timed_out") and not rerun and len(tasks) > 1:
-                        again.append(task)
-                    else:
-                        if rerun:
-                            task.sub.notes.append("ran past its time limit beside other notebooks, so it was run "
-                                                  "again on its own" + (", and ran past it again"
-                                                                        if result.get("timed_out") else ""))
-                        _finish(course, writer, task, result, key, limits, journals[task.plan.name])
-                        bar.line(f"{task.plan.name}  {task.sub.student}: {task.sub.score:g} / {task.sub.max_score:g}")
-            for ps, journal in journals.items():
-                journal.keep_only(set(keys_now[ps]), set(keys_now[ps].values()))
+            for task, data in run_jobs(run.pending(run.again, rerun=True), limits, 1, dask):
+                run.receive(task, data, rerun=True)
+            run.tidy_journals()
     except KeyboardInterrupt:
         bar.close()
         out("Stopped: every grade written so far is in the gradebook; run the same command again to grade the rest.")
@@ -429,55 +441,149 @@ def grade(course: Course, submissions: Path, *, problem_set: str | None = None, 
     out(f"Feedback written to {shown(course.root / 'feedback')}/<student>/<problem set>/")
     export(course, out)
     _summary(subs, time.perf_counter() - started, out)
-    if failed_machinery:
-        raise GradingError(f"{failed_machinery} submission{'s' if failed_machinery != 1 else ''} could not be run in a "
-                           "sandbox (see above) and were not graded; fix the machine and run the same command again")
+    if run.failed_machinery:
+        raise GradingError(f"{run.failed_machinery} submission{'s' if run.failed_machinery != 1 else ''} could not be "
+                           "run in a sandbox (see above) and were not graded; fix the machine and run the same "
+                           "command again")
     return subs
 
 
-def _prepare(course: Course, sub: Submission, plan: jobs.Plan, key: str, limits: sandbox.Limits) -> Task | None:
-    """The task of a submission, or None (with the reason in its notes) when it is not a notebook."""
-    try:
-        nb = jobs.read_submission(sub.notebook)
-    except jobs.NotANotebook as err:
-        sub.gradable = False
-        sub.notes.append(str(err))
-        return None
-    cells, notes = jobs.arrange(plan, nb)
-    sub.notes.extend(notes)
-    job = jobs.build_job(plan, cells, sub.student, key)
-    return Task(sub, plan, cells, job, result_key(job, sandbox.runtime_digest(), limits.as_dict()))
+class Grading:
+    """One grading run's trusted side: which submissions go to a sandbox, and what becomes of each record.
 
+    :meth:`pending` prepares each submission as the sandboxes come free (those the journal
+    holds, or that cannot run, are finished on the way); :meth:`receive` decodes a record
+    (:func:`run_record.decode`, within the submission's time budget), judges it, and writes
+    the gradebook, the autograded notebook, the feedback page and the journal at once.
+    """
 
-def _finish(course: Course, writer: gradebook.Writer, task: Task, result: dict, key: str, limits: sandbox.Limits,
-            journal: Journal | None) -> None:
-    """The trusted step for one submission: judge, gradebook, autograded notebook, feedback, journal."""
-    sub, plan = task.sub, task.plan
-    graded = judging.judge(plan, sub.student, key, task.cells, result, limits)
-    graded.notes = sub.notes + graded.notes
-    graded.notes += writer.record(graded, plan.notebook, sub.timestamp)
-    sub.notes, sub.score, sub.max_score = graded.notes, graded.score, graded.max_score
-    folder = course.autograded(sub.student, plan.name)
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    (folder / f"{plan.notebook}.ipynb").write_text(
-        json.dumps(feedbacks.autograded_notebook(plan, graded), ensure_ascii=False, indent=1), encoding="utf-8")
-    if sub.timestamp:
-        (folder / "timestamp.txt").write_text(sub.timestamp, encoding="utf-8")
-    feedbacks.write_feedback(course.root / "feedback", plan, graded)
-    if journal is not None:
-        journal.append(task.key, sub.student, result)
+    def __init__(self, course: Course, writer: gradebook.Writer, plans: dict, limits: sandbox.Limits,
+                 bar: Progress, fresh: bool, rerun: bool):
+        self.course, self.writer, self.plans, self.limits, self.bar = course, writer, plans, limits, bar
+        self.key = jobs.grading_key(course.root)
+        self.bounds = run_record.Bounds()
+        self.rerun_timed_out = rerun
+        self.journals = {p.name: Journal(course.root, p.name) for p in plans.values() if not isinstance(p, str)}
+        self.done = {ps: ({} if fresh else j.index()) for ps, j in self.journals.items()}
+        self.keys_now: dict[str, dict[str, str]] = {ps: {} for ps in self.journals}
+        self.again: list[Submission] = []
+        self.failed_machinery = 0
 
+    def pending(self, subs: Iterable[Submission], rerun: bool = False) -> Iterator[Task]:
+        """The tasks that need a sandbox, made one at a time; the others are finished here."""
+        for sub in subs:
+            task = self.prepare(sub) if sub.gradable else None
+            if task is None:
+                self.ungradable(sub)
+                self.bar.line(f"{sub.problem_set}  {sub.student}: not graded, 0 points: {sub.notes[-1]}")
+                continue
+            self.keys_now[sub.problem_set][sub.student] = task.key
+            offset = None if rerun else self.done[sub.problem_set].get(task.key)
+            data = self.journals[sub.problem_set].record(offset) if offset is not None else None
+            if data is not None:
+                budget = run_record.Budget(self.bounds.judging_seconds)
+                try:
+                    record = run_record.decode(data, self.bounds, budget)
+                except run_record.RecordRefused:  # a journal of another version: run it again
+                    record = None
+                if record is not None:
+                    self.finish(task, record, budget, from_journal=True)
+                    continue
+            yield task
 
-def _record_ungradable(course: Course, writer: gradebook.Writer, sub: Submission, plans: dict) -> None:
-    plan = plans[sub.problem_set]
-    for stale in (course.autograded(sub.student, sub.problem_set), course.feedback(sub.student, sub.problem_set)):
-        shutil.rmtree(stale, ignore_errors=True)  # results of an earlier hand-in no longer count
-    if isinstance(plan, str):
-        return  # the course's problem, not the student's: nothing enters the gradebook
-    graded = judging.Graded(sub.student, plan.name, max_score=plan.max_score, gradable=False)
-    writer.record(graded, plan.notebook, sub.timestamp)
-    sub.score, sub.max_score = 0.0, plan.max_score
+    def prepare(self, sub: Submission) -> Task | None:
+        """The task of a submission, or None (with the reason in its notes) when it is not a notebook."""
+        plan = self.plans[sub.problem_set]
+        try:
+            nb = jobs.read_submission(sub.notebook)
+        except jobs.NotANotebook as err:
+            sub.gradable = False
+            sub.notes.append(str(err))
+            return None
+        cells, notes = jobs.arrange(plan, nb)
+        sub.notes.extend(n for n in notes if n not in sub.notes)
+        job = jobs.build_job(plan, cells, sub.student, self.key, variant_id=sub.numbers_of)
+        return Task(sub, plan, cells, job, result_key(job, sandbox.runtime_digest(), self.limits.as_dict()))
+
+    def receive(self, task: Task, data: bytes, rerun: bool = False) -> None:
+        """One record back from a sandbox: decoded within the submission's time budget, then finished here,
+        run again later, or reported as the machine's failure."""
+        sub = task.sub
+        budget = run_record.Budget(self.bounds.judging_seconds)
+        try:
+            record = run_record.decode(data, self.bounds, budget)
+        except run_record.RecordRefused as err:
+            self.finish(task, None, budget, refused=str(err))
+            return
+        if record.status == "sandbox_failed":
+            self.failed_machinery += 1
+            sub.gradable = False
+            sub.notes.append(f"not graded: the sandbox could not run it: {record.reason}")
+            self.bar.line(f"{task.plan.name}  {sub.student}: NOT GRADED: {sub.notes[-1]}")
+            return
+        if record.status == "timed_out" and not rerun and self.rerun_timed_out:
+            self.again.append(sub)
+            return
+        if rerun:
+            sub.notes.append("ran past its time limit beside other notebooks, so it was run again on its own"
+                             + (", and ran past it again" if record.status == "timed_out" else ""))
+        self.finish(task, record, budget)
+
+    def finish(self, task: Task, record: run_record.RunRecord | None, budget: run_record.Budget, *,
+               refused: str | None = None, from_journal: bool = False) -> None:
+        """The trusted step for one submission: judge, gradebook, autograded notebook, feedback, journal."""
+        sub, plan = task.sub, task.plan
+        started = time.thread_time()
+        graded = None
+        if record is not None:
+            try:
+                graded = judging.judge(plan, sub.student, self.key, task.cells, record, self.limits,
+                                       variant_id=sub.numbers_of, budget=budget)
+            except run_record.OverBudget as err:
+                record, refused = None, str(err)
+        if graded is None or record is None:
+            graded = judging.refused(plan, sub.student, task.cells, refused or "no record")
+        graded.notes = sub.notes + graded.notes
+        old = self.writer.score_of(sub.student, plan.name)
+        graded.notes += self.writer.record(graded, plan.notebook, sub.timestamp, sub.platform_name)
+        new = self.writer.score_of(sub.student, plan.name)
+        sub.notes, sub.max_score = graded.notes, graded.max_score
+        sub.score = new if new is not None else graded.score
+        changed = old is not None and abs(old - sub.score) > 1e-9
+        if changed:
+            sub.notes.append(f"the regrade changed its score: {old:g} -> {sub.score:g}")
+        folder = self.course.autograded(sub.student, plan.name)
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        (folder / f"{plan.notebook}.ipynb").write_text(
+            json.dumps(feedbacks.autograded_notebook(plan, graded), ensure_ascii=False, indent=1), encoding="utf-8")
+        if sub.timestamp:
+            (folder / "timestamp.txt").write_text(sub.timestamp, encoding="utf-8")
+        feedbacks.write_feedback(self.course.root / "feedback", plan, graded)
+        if record is not None and not from_journal:
+            self.journals[plan.name].append(task.key, sub.student, run_record.encode(record))
+        sub.trusted_seconds += time.thread_time() - started
+        score = f"{old:g} -> {sub.score:g}" if changed else f"{sub.score:g}"
+        self.bar.line(f"{plan.name}  {sub.student}: {score} / {sub.max_score:g}"
+                      + (" (from the journal)" if from_journal else ""))
+
+    def ungradable(self, sub: Submission) -> None:
+        plan = self.plans[sub.problem_set]
+        for stale in (self.course.autograded(sub.student, sub.problem_set),
+                      self.course.feedback(sub.student, sub.problem_set)):
+            shutil.rmtree(stale, ignore_errors=True)  # results of an earlier hand-in no longer count
+        if isinstance(plan, str):
+            return  # the course's problem, not the student's: nothing enters the gradebook
+        graded = judging.Graded(sub.student, plan.name, max_score=plan.max_score, gradable=False)
+        old = self.writer.score_of(sub.student, plan.name)
+        self.writer.record(graded, plan.notebook, sub.timestamp, sub.platform_name)
+        sub.score, sub.max_score = 0.0, plan.max_score
+        if old is not None and abs(old) > 1e-9:
+            sub.notes.append(f"the regrade changed its score: {old:g} -> 0")
+
+    def tidy_journals(self) -> None:
+        for ps, journal in self.journals.items():
+            journal.keep_only(set(self.keys_now[ps]), set(self.keys_now[ps].values()))
 
 
 def export(course: Course, out: Printer = print) -> Path:
@@ -487,7 +593,8 @@ def export(course: Course, out: Printer = print) -> Path:
         graded = writer.graded_problem_sets()
         table = gradebook.rows(writer.gb, graded) if graded else []
     gradebook.write_csv(target, table)
-    out(f"Grades of {len({row[3] for row in table})} students written to {shown(target)}")
+    students = len({row[3] for row in table})
+    out(f"Grades of {students} student{'s' if students != 1 else ''} written to {shown(target)}")
     return target
 
 
@@ -502,7 +609,8 @@ def _summary(subs: list[Submission], seconds: float, out: Printer) -> None:
             out(f"{'':<{width}}    ! {note}")
     attention = [s for s in subs if s.notes]
     out("")
-    out(f"Graded {len(subs)} submissions in {seconds:.1f} s ({seconds / len(subs):.2f} s each); "
+    out(f"Graded {len(subs)} submission{'s' if len(subs) != 1 else ''} in {seconds:.1f} s "
+        f"({seconds / len(subs):.2f} s each); "
         f"{len(attention)} need a look (marked !), {sum(not s.gradable for s in subs)} could not be run "
         "(0 points, or not graded when the fault is the course's or the machine's).")
 
@@ -528,7 +636,7 @@ def main(argv: list[str] | None = None) -> int:
             sub.add_argument("--fresh", action="store_true", help="run every submission again, ignoring the journal")
     commands.add_parser("export", help="write grades.csv from the gradebook")
     args = parser.parse_args(argv)
-    out = lambda line: print(line, flush=True)  # noqa: E731
+    out = terminal_printer(lambda line: print(line, flush=True))
     try:
         course = Course(args.course)
         if args.command == "release":
@@ -541,7 +649,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "export":
             export(course, out)
     except (GradingError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {for_terminal(err)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -295,85 +295,21 @@ class Slot:
 # --------------------------------------------------------------------------- the pure step
 
 
-def run_job(job: dict, limits: dict | Limits | None = None) -> dict:
-    """Run ``job`` in a sandbox and return what came out, as plain data; never raises for what the job does.
+def run_job(job: dict, limits: dict | Limits | None = None) -> bytes:
+    """Run ``job`` in a sandbox and return its run record, as bytes; never raises for what the job does.
 
-    Returns ``{"lines": [...], "exit": code or None, "signal": number or None,
-    "timed_out": bool, "overflow": bool, "stderr": last 2000 characters,
-    "seconds": float, "error": None or why no sandbox could be started}``.
+    The record is one JSON object of plain data (:mod:`qkv_grading.run_record`), with one
+    ``status`` that :mod:`qkv_grading.channel` decides outside the sandbox; the trusted
+    process reads it with :func:`qkv_grading.run_record.decode` and trusts none of it.
     """
+    from . import channel, run_record
+
     limits = limits if isinstance(limits, Limits) else Limits(**(limits or {}))
-    job = {**job, "site": SITE, "cell_timeout": min(limits.cell_seconds, limits.notebook_seconds),
-           "max_output_chars": limits.output_chars_per_cell}
-    data = json.dumps(job, ensure_ascii=False).encode("utf-8")
     started = time.monotonic()
     with Slot() as slot:
         try:
             process = subprocess.Popen(bwrap_command(slot, limits), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                        stderr=subprocess.PIPE, start_new_session=True)
         except OSError as err:
-            return {"lines": [], "exit": None, "signal": None, "timed_out": False, "overflow": False, "stderr": "",
-                    "seconds": 0.0, "error": f"could not start bwrap: {err}"}
-        result = _collect(process, data, limits, started)
-    result["seconds"] = round(time.monotonic() - started, 3)
-    return result
-
-
-def _collect(process: subprocess.Popen, data: bytes, limits: Limits, started: float) -> dict:
-    errors = bytearray()
-
-    def feed():
-        try:
-            process.stdin.write(data)
-            process.stdin.close()
-        except OSError:  # the sandbox ended before reading its job
-            pass
-
-    def drain():
-        for chunk in iter(lambda: process.stderr.read(65536), b""):
-            errors.extend(chunk)
-            del errors[:-4000]
-
-    threads = [threading.Thread(target=feed, daemon=True), threading.Thread(target=drain, daemon=True)]
-    for thread in threads:
-        thread.start()
-    out, timed_out, overflow = bytearray(), False, False
-    deadline = started + float(limits.notebook_seconds)
-    with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                timed_out = True
-                break
-            if STOP.is_set():
-                process.kill()
-                break
-            if not selector.select(timeout=min(left, 1.0)):
-                continue
-            chunk = os.read(process.stdout.fileno(), 1 << 20)
-            if not chunk:
-                break
-            out.extend(chunk)
-            if len(out) > limits.answer_bytes:
-                overflow = True
-                break
-    if timed_out or overflow or STOP.is_set():
-        process.kill()  # bwrap's own process; every process of the sandbox dies with it (--die-with-parent)
-    try:
-        code = process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        code = process.wait()
-    for thread in threads:
-        thread.join(timeout=5)
-    for stream in (process.stdout, process.stderr):
-        stream.close()
-    text = bytes(out[:limits.answer_bytes]).decode("utf-8", "replace")
-    lines = text.split("\n")
-    if not text.endswith("\n"):
-        lines = lines[:-1]  # a line cut off by the end of the process is not an answer
-    return {"lines": [line for line in lines if line], "exit": code if code >= 0 else None,
-            "signal": -code if code < 0 else None, "timed_out": timed_out, "overflow": overflow,
-            "stderr": bytes(errors).decode("utf-8", "replace")[-2000:],
-            "error": "grading was stopped" if STOP.is_set() else None}
+            return run_record.failed(f"could not start bwrap: {err}")
+        return channel.drive(process, job, limits, SITE, STOP, started)

@@ -5,24 +5,28 @@ This file runs only inside the sandbox (:mod:`qkv_grading.sandbox`), as
 (and what they need) and the stub ``qkv_exercises`` (:mod:`qkv_grading.sandbox_stub`
 and :mod:`qkv_exercises.answers`) importable, and nothing else of the course.
 
-It reads the job (JSON) from standard input: the cells to run in order, the givens
-of the student's variant, and in place of each test cell what to capture:
+It speaks the protocol of :mod:`qkv_grading.channel` on the standard input and output it
+was started with. First a header line (JSON): the givens of the student's variant, the
+display methods, the cell limits; once set up it answers ``{"ready": true}``. Then one
+line per cell, each with a nonce, in the order they run:
 
 - ``{"id": i, "run": "<code>"}``: run the code as Jupyter would (IPython, so magics work);
 - ``{"id": i, "capture": "value", "answer": "A1"}``: the value of the variable ``A1``, encoded;
 - ``{"id": i, "capture": "function", "answer": "softmax", "calls": [{"args": .., "kwargs": ..}]}``:
   the function ``softmax`` called on each of the grader's inputs (each outcome encoded).
 
-It writes one JSON object per line to the standard output it was started with (the
-student's own ``print`` and file descriptor 1 go elsewhere): ``{"start": i}`` before
-each cell, then ``{"cell": i, "outputs": [...]}`` or ``{"capture": i, ...}``,
-``{"solved_for": [...]}`` when the notebook called ``start()``, and ``{"done": true}``.
-Answers are written as each test cell's place is reached, so a notebook stopped later
-(time limit, a dead process) still hands back what it computed before.
+For each it writes the cell's record, ``{"cell": i, "outputs": [...], ...}`` (with
+``value``, ``outcomes`` or ``missing`` for a capture; the fields are listed in
+:mod:`qkv_grading.run_record`), ``{"solved_for": [...]}`` when the notebook called
+``start()``, and then ``{"end_of_cell": i, "nonce": "<the cell's nonce>"}``. When its
+input ends, it exits. The student's own ``print`` and file descriptors 0 and 1 go
+elsewhere, so answers are written as each cell ends, and a notebook stopped later (time
+limit, a dead process) still hands back what it computed before.
 
 Everything here can be undone by the student's code, which runs in this same process:
 it can only change what this submission hands back. The grader outside trusts nothing
-of it but its shape, and judges the answers itself.
+of it but its shape, judges the answers itself, and decides itself whether the run
+went through every cell.
 """
 
 from __future__ import annotations
@@ -37,8 +41,12 @@ import time
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
+MAX_ITEMS = 200  # blocks of output kept per cell
+
+
 class Output:
-    """A bounded record of one cell's outputs: at most ``limit`` characters of text in all."""
+    """A bounded record of one cell's outputs: at most ``limit`` characters of text and
+    :data:`MAX_ITEMS` blocks in all."""
 
     def __init__(self, limit: int):
         self.limit, self.used, self.cut = limit, 0, 0
@@ -53,6 +61,8 @@ class Output:
         self.used += len(text)
         if self.items and self.items[-1]["kind"] == kind and kind in ("stdout", "stderr") and not extra:
             self.items[-1]["text"] += text
+        elif len(self.items) >= MAX_ITEMS:
+            self.cut += len(text)
         elif text or extra:
             self.items.append({"kind": kind, "text": text, **extra})
 
@@ -163,42 +173,47 @@ class Runner:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
 
-    def run(self) -> None:
+    def prepare(self) -> None:
+        """Install the givens, make the shell and take over the standard streams; then say so."""
         import qkv_exercises
         from qkv_exercises import answers
 
+        self.answers, self.stub = answers, qkv_exercises
         givens = {name: answers.decode(data) for name, data in self.job["givens"].items()}
         qkv_exercises._install(givens, self.job.get("display_methods", ()))
-        shell = self.make_shell()
+        self.shell = self.make_shell()
         sys.stdout, sys.stderr = Stream(self, "stdout"), Stream(self, "stderr")
         signal.signal(signal.SIGALRM, self.alarm)
-        reported = 0
-        for cell in self.job["cells"]:
-            self.output = Output(int(self.job.get("max_output_chars", 20_000)))
-            self.send({"start": cell["id"]})
-            started = time.monotonic()
-            if "run" in cell:
-                try:
-                    self.limited(lambda: shell.run_cell(cell["run"], store_history=True, silent=False))
-                except KeyboardInterrupt:  # the alarm rang outside the cell's own code
-                    self.timed_out = True
-                record = {"cell": cell["id"]}
-            else:
-                try:
-                    record = {"capture": cell["id"], **self.limited(lambda: self.capture(cell, shell.user_ns, answers))}
-                except KeyboardInterrupt:
-                    self.timed_out = True
-                    record = {"capture": cell["id"], "missing": True}
-            if os.getpid() != self.pid:  # a process the student's code forked: it hands back nothing
-                os._exit(0)
-            record.update(outputs=self.output.items, cut=self.output.cut, timed_out=self.timed_out,
-                          seconds=round(time.monotonic() - started, 3))
-            self.send(record)
-            solved_for = qkv_exercises._solved_for
-            if len(solved_for) != reported:
-                reported = len(solved_for)
-                self.send({"solved_for": [list(map(str, entry)) for entry in solved_for[:20]]})
-        self.send({"done": True})
+        self.reported = 0
+        self.send({"ready": True})
+
+    def run_cell(self, cell: dict) -> None:
+        """Run (or capture) one cell, then send its record and its end."""
+        self.output = Output(int(self.job.get("max_output_chars", 20_000)))
+        started = time.monotonic()
+        if "run" in cell:
+            try:
+                self.limited(lambda: self.shell.run_cell(cell["run"], store_history=True, silent=False))
+            except KeyboardInterrupt:  # the alarm rang outside the cell's own code
+                self.timed_out = True
+            record = {"cell": cell["id"]}
+        else:
+            try:
+                record = {"cell": cell["id"],
+                          **self.limited(lambda: self.capture(cell, self.shell.user_ns, self.answers))}
+            except KeyboardInterrupt:
+                self.timed_out = True
+                record = {"cell": cell["id"], "missing": True}
+        if os.getpid() != self.pid:  # a process the student's code forked: it hands back nothing
+            os._exit(0)
+        record.update(outputs=self.output.items, cut=self.output.cut, timed_out=self.timed_out,
+                      seconds=round(time.monotonic() - started, 3))
+        self.send(record)
+        solved_for = self.stub._solved_for
+        if len(solved_for) != self.reported:
+            self.reported = len(solved_for)
+            self.send({"solved_for": [list(map(str, entry)) for entry in solved_for[-20:]]})
+        self.send({"end_of_cell": cell["id"], "nonce": cell["nonce"]})
 
     @staticmethod
     def capture(cell: dict, namespace: dict, answers) -> dict:
@@ -218,8 +233,8 @@ class Runner:
                 outcomes.append({"returned": answers.encode(result[1]), "warned": result[2]})
             else:
                 _, type_name, message, traceback_text, warned = result
-                outcomes.append({"raised": str(type_name)[:200], "message": str(message), "traceback": str(traceback_text),
-                                 "warned": warned})
+                outcomes.append({"raised": str(type_name)[:200], "message": str(message)[:2000],
+                                 "traceback": str(traceback_text)[-8000:], "warned": warned})
         return {"outcomes": outcomes}
 
 
@@ -237,7 +252,8 @@ def _text(value) -> str:
 
 
 def main() -> None:
-    job = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+    cells = os.fdopen(os.dup(0), "rb")
+    job = json.loads(cells.readline().decode("utf-8"))
     sys.path.append(job["site"])  # numpy, IPython and what they need, read-only
     channel = os.fdopen(os.dup(1), "wb")
     nothing = os.open(os.devnull, os.O_RDWR)
@@ -246,7 +262,9 @@ def main() -> None:
     runner = Runner(job, channel)
     status = 0
     try:
-        runner.run()
+        runner.prepare()
+        for line in cells:
+            runner.run_cell(json.loads(line.decode("utf-8")))
     except BaseException as err:  # the runner itself failed (the grader reports it as the reason)
         os.write(2, f"runner: {type(err).__name__}: {_text(err)}"[:2000].encode("utf-8", "replace"))
         status = 1

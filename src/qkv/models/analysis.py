@@ -12,22 +12,34 @@ from ..validate import as_real_array, shape_str
 SPECIAL_TOKENS = ("[CLS]", "[SEP]")
 
 
-def pattern_targets(tokens):
+TEXT_PATTERNS = ("previous token", "next token", "itself", "same word", "[CLS]", "[SEP]")
+
+
+def pattern_targets(tokens, patterns=TEXT_PATTERNS):
     """For each pattern, the keys each query would read if the head followed that pattern exactly.
 
     Patterns: ``previous token``, ``next token``, ``itself``, ``same word`` (the other places where the
-    query's word piece occurs, special tokens excepted), ``[CLS]`` (the first token) and ``[SEP]`` (the
-    last).
+    query's word piece occurs, special tokens excepted), ``[CLS]`` (the first token), ``[SEP]`` (the
+    last), and ``induction``: the token just after an earlier occurrence of the query's token, the
+    one that came next last time (``... A B ... A`` reads ``B``; Olsson et al., 2022). The first six,
+    the patterns of a text encoder, are the default.
 
     Returns:
-        ``{pattern: targets}``, each a boolean ``(n, n)``: ``targets[i, j]`` is True when key ``j`` is
-        where query ``i`` looks under that pattern. A row with no True has no target (the first token
-        has no previous token).
+        ``{pattern: targets}`` for the patterns asked for, each a boolean ``(n, n)``: ``targets[i, j]``
+        is True when key ``j`` is where query ``i`` looks under that pattern. A row with no True has no
+        target (the first token has no previous token).
+
+    Raises:
+        ValueError: for fewer than 2 tokens or a pattern not listed above.
     """
     tokens = [str(token) for token in tokens]
     n = len(tokens)
     if n < 2:
         raise ValueError(f"pattern_targets needs at least 2 tokens, got {n}")
+    unknown = [p for p in patterns if p not in (*TEXT_PATTERNS, "induction")]
+    if unknown:
+        raise ValueError(f"unknown pattern(s) {unknown}; "
+                         f"the patterns are {', '.join(TEXT_PATTERNS)}, induction")
     index = np.arange(n)
     word = np.array(tokens)
     same = (word[:, None] == word[None, :]) & (index[:, None] != index[None, :])  # (n, n)
@@ -35,17 +47,22 @@ def pattern_targets(tokens):
     first, last = np.zeros((n, n), dtype=bool), np.zeros((n, n), dtype=bool)
     first[:, 0] = True
     last[:, -1] = True
-    return {
+    # key j follows an earlier occurrence (at j - 1) of query i's token
+    after_earlier = np.zeros((n, n), dtype=bool)
+    after_earlier[:, 1:] = (word[:, None] == word[None, :-1]) & (index[None, :-1] < index[:, None])
+    targets = {
         "previous token": index[None, :] == index[:, None] - 1,
         "next token": index[None, :] == index[:, None] + 1,
         "itself": np.eye(n, dtype=bool),
         "same word": same,
         "[CLS]": first,
         "[SEP]": last,
+        "induction": after_earlier,
     }
+    return {pattern: targets[pattern] for pattern in patterns}
 
 
-def head_pattern_scores(weights, tokens):
+def head_pattern_scores(weights, tokens, patterns=TEXT_PATTERNS):
     r"""How closely each head follows each of the patterns.
 
     .. math::
@@ -61,6 +78,8 @@ def head_pattern_scores(weights, tokens):
         weights: ``(..., n, n)``, e.g. every head of every layer
             ``(L, h, n, n)``.
         tokens: the ``n`` tokens.
+        patterns: which patterns of :func:`pattern_targets` to score (by default the six of a text
+            encoder).
 
     Returns:
         ``{pattern: scores}``, scores of shape ``(...)``; NaN where no query
@@ -76,7 +95,7 @@ def head_pattern_scores(weights, tokens):
                          f"but there are {n} tokens; "
                          f"expected (..., {n}, {n})")
     scores = {}
-    for pattern, targets in pattern_targets(tokens).items():
+    for pattern, targets in pattern_targets(tokens, patterns).items():
         queries = targets.any(axis=1)  # (n,): queries with a target
         on_targets = (weights * targets).sum(axis=-1)  # (..., n)
         scores[pattern] = (on_targets[..., queries].mean(axis=-1)

@@ -1,0 +1,115 @@
+"""The runner's end-of-run marker cannot be forged: a run is ``finished`` only when every cell's end came
+back with the nonce sent with that cell, and whatever else a notebook writes on the channel is counted
+and dropped. The runners here are stand-ins (plain Python processes), so no sandbox is needed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+from qkv_grading import channel, run_record
+from qkv_grading.sandbox import Limits
+
+JOB = {"problem_set": "ps2", "givens": {}, "display_methods": [],
+       "cells": [{"id": 0, "run": "x = 1"}, {"id": 1, "run": "y = 2"}, {"id": 2, "capture": "value", "answer": "y"}]}
+
+# A stand-in runner that speaks the protocol as the real one does; HOSTILE is run in place of cell 1.
+RUNNER = textwrap.dedent('''
+    import json, os, sys
+    out = sys.stdout.buffer
+    def send(record):
+        out.write((json.dumps(record) + "\\n").encode()); out.flush()
+    header = json.loads(sys.stdin.buffer.readline())
+    send({"ready": True})
+    for line in sys.stdin.buffer:
+        cell = json.loads(line)
+        if cell["id"] == 1:
+            HOSTILE
+        record = {"cell": cell["id"], "outputs": [{"kind": "stdout", "text": "ran %d" % cell["id"]}], "cut": 0,
+                  "timed_out": False, "seconds": 0.0}
+        if "capture" in cell:
+            record["value"] = {"t": "num", "v": 2}
+        send(record)
+        send({"end_of_cell": cell["id"], "nonce": cell["nonce"]})
+''')
+
+
+def _drive(hostile: str = "pass", seconds: float = 20, job=JOB) -> run_record.RunRecord:
+    code = RUNNER.replace("HOSTILE", textwrap.indent(textwrap.dedent(hostile), " " * 8).strip())
+    process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, start_new_session=True)
+    data = channel.drive(process, job, Limits(notebook_seconds=seconds), "/site", threading.Event(),
+                         time.monotonic(), run_record.Bounds(cell_bytes=1 << 16))
+    return run_record.decode(data)
+
+
+def test_a_runner_that_goes_through_every_cell_finishes():
+    record = _drive()
+    assert record.status == "finished" and record.in_cell is None and record.dropped == 0
+    assert [c.cell for c in record.cells] == [0, 1, 2]
+    assert record.by_cell[2].value == {"t": "num", "v": 2}
+
+
+def test_a_forged_end_of_run_then_an_exit_is_a_process_that_ended():
+    """The notebook writes what a finished run would (every cell's record, ends with guessed nonces, the
+    old runner's "done") and exits with 0: the run ended in the cell it was in."""
+    record = _drive('''
+        for i in (1, 2):
+            send({"cell": i, "outputs": [], "cut": 0, "timed_out": False, "seconds": 0.0, "value": {"t": "num", "v": 9}})
+            send({"end_of_cell": i, "nonce": "0" * 32})
+        send({"done": True}); send({"status": "finished"})
+        os._exit(0)''')
+    assert record.status == "ended" and record.exit_code == 0 and record.in_cell == 1
+    assert 2 not in record.by_cell, "nothing is taken for a cell that was never sent"
+    assert record.dropped >= 4
+
+
+def test_the_nonce_of_the_cell_in_progress_ends_only_that_cell():
+    """Reading the cell's own nonce (the runner holds it) ends cell 1 early; the run still ends in cell 2."""
+    record = _drive('''
+        send({"end_of_cell": 1, "nonce": cell["nonce"]})
+        os._exit(3)''')
+    assert record.status == "ended" and record.exit_code == 3 and record.in_cell == 2
+
+
+def test_a_runner_killed_by_a_signal_is_killed():
+    record = _drive("import signal; os.kill(os.getpid(), signal.SIGKILL)")
+    assert record.status == "killed" and record.signal == 9 and record.in_cell == 1
+
+
+def test_records_of_other_cells_and_garbage_are_dropped_and_the_first_record_of_a_cell_counts():
+    record = _drive('''
+        out.write(b"not json\\n" + b"[" * 5000 + b"\\n" + bytes(range(256)) + b"\\n"); out.flush()
+        send({"cell": 2, "outputs": [], "value": {"t": "num", "v": 9}})
+        send({"cell": 1, "outputs": [{"kind": "stdout", "text": "first"}], "cut": 0, "timed_out": False,
+              "seconds": 0.0})''')
+    assert record.status == "finished"
+    assert record.by_cell[1].outputs[0].text == "first"
+    assert record.by_cell[2].value == {"t": "num", "v": 2}, "cell 2's record came in cell 2's turn"
+    assert record.dropped == 6  # 4 lines of garbage (bytes 0-255 hold a newline), cell 2's, the second of cell 1
+
+
+def test_a_record_too_long_to_read_is_lost_with_the_reason_and_the_run_goes_on():
+    record = _drive('''
+        out.write(b'{"cell": 1, "outputs": [{"kind": "stdout", "text": "' + b"x" * 300_000 + b'"}]}\\n')
+        send({"end_of_cell": 1, "nonce": cell["nonce"]})
+        continue''')
+    assert record.status == "finished"
+    assert record.by_cell[1].answer == "lost" and "larger than" in record.by_cell[1].lost
+    assert record.by_cell[2].value == {"t": "num", "v": 2}
+
+
+def test_a_runner_that_never_starts_is_the_sandboxs_failure():
+    process = subprocess.Popen([sys.executable, "-c", "import sys; sys.stderr.write('bwrap: no permission'); "
+                                "sys.exit(1)"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    data = channel.drive(process, JOB, Limits(), "/site", threading.Event(), time.monotonic())
+    record = run_record.decode(data)
+    assert record.status == "sandbox_failed" and "bwrap: no permission" in record.reason
+
+
+def test_a_notebook_past_its_time_limit_times_out_in_the_cell_it_was_in():
+    record = _drive("import time; time.sleep(30)", seconds=2)
+    assert record.status == "timed_out" and record.in_cell == 1
