@@ -87,6 +87,7 @@ def test_the_notebook_opens_with_its_story_then_the_student_id_then_the_set_up(p
     intro = cell_source(cells[0])
     assert cells[0]["cell_type"] == "markdown" and intro.startswith("# Problem set")
     for promise in ("**Your own numbers.**", "`PRACTICE = 0` gives the book's own", "not `qkv`",
+                    "Each problem set draws its own numbers",
                     "It never prints the value expected", "Restart Kernel and Run All Cells"):
         assert promise in intro, f"{ps}: the introduction does not say {promise!r}"
     student = cells[1]

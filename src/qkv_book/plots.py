@@ -111,7 +111,8 @@ def _render(fig: Figure, density: float, pad_inches: float | None = None) -> byt
     return buffer.getvalue()
 
 
-PALETTE_TOLERANCE = 16  # out of 255: the largest change of a channel that a 256-colour palette may make
+PALETTE_TOLERANCE = 16  # out of 255: the change of a channel that a 256-colour palette may make ...
+PALETTE_OUTLIERS = 1e-4  # ... in all but this fraction of the pixels (a few anti-aliased crossings)
 PHOTO_COLOURS = 2**14  # a picture with more distinct colours than this holds a photograph
 
 
@@ -119,9 +120,9 @@ def with_palette(picture):
     """An opaque RGBA picture as 256 colours, which makes its PNG about three times smaller.
 
     A chart or heatmap has few colours beyond its anti-aliased edges: its palette changes no
-    channel of any pixel by more than :data:`PALETTE_TOLERANCE`. A picture that holds a photograph
-    gets its palette with Floyd-Steinberg dithering instead. Anything else, and any picture with
-    transparent pixels, is returned unchanged.
+    channel by more than :data:`PALETTE_TOLERANCE` in all but :data:`PALETTE_OUTLIERS` of the
+    pixels. A picture that holds a photograph gets its palette with Floyd-Steinberg dithering
+    instead. Anything else, and any picture with transparent pixels, is returned unchanged.
     """
     from PIL import Image
 
@@ -130,8 +131,8 @@ def with_palette(picture):
         return picture
     rgb = picture.convert("RGB")
     flat = rgb.quantize(256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
-    change = np.abs(np.asarray(rgb, dtype=np.int16) - np.asarray(flat.convert("RGB"), dtype=np.int16)).max()
-    if change <= PALETTE_TOLERANCE:
+    change = np.abs(np.asarray(rgb, dtype=np.int16) - np.asarray(flat.convert("RGB"), dtype=np.int16)).max(axis=-1)
+    if np.mean(change > PALETTE_TOLERANCE) <= PALETTE_OUTLIERS:
         return flat
     if rgb.getcolors(PHOTO_COLOURS) is None:  # more colours than a chart has: a photograph
         return rgb.quantize(256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.FLOYDSTEINBERG)

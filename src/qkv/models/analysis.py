@@ -78,8 +78,8 @@ def head_pattern_scores(weights, tokens, patterns=TEXT_PATTERNS):
         weights: ``(..., n, n)``, e.g. every head of every layer
             ``(L, h, n, n)``.
         tokens: the ``n`` tokens.
-        patterns: which patterns of :func:`pattern_targets` to score (by default the six of a text
-            encoder).
+        patterns: which patterns of :func:`pattern_targets` to score
+            (by default the six of a text encoder).
 
     Returns:
         ``{pattern: scores}``, scores of shape ``(...)``; NaN where no query
@@ -107,9 +107,11 @@ def head_pattern_scores(weights, tokens, patterns=TEXT_PATTERNS):
 def value_output_norms(X, layer):
     r"""The length of what each key hands a query per unit of weight, in each head.
 
-    Head :math:`h` turns key :math:`j`'s value into :math:`v^{(h)}_j W_O^{(h)}`, where
-    :math:`W_O^{(h)}` are the rows of :math:`W_O` that multiply head :math:`h`'s output; a
-    query that puts weight :math:`A^{(h)}_{ij}` on the key receives that vector times the weight.
+    Head :math:`h` turns key :math:`j`'s value into
+    :math:`v^{(h)}_j W_O^{(h)}`, where :math:`W_O^{(h)}` are the rows of
+    :math:`W_O` that multiply head :math:`h`'s output; a query that puts
+    weight :math:`A^{(h)}_{ij}` on the key receives that vector times the
+    weight.
 
     .. math::
         \lVert v^{(h)}_j\, W_O^{(h)} \rVert
