@@ -1,7 +1,8 @@
-"""How fast grading is: the course's command against plain ``nbgrader autograde``, and how it scales.
+"""How fast grading is: the course's command against plain ``nbgrader autograde``, and what it costs.
 
-    .venv/bin/python bench/grading.py                           # 200 submissions of ps2_scaled_dot_product
+    .venv/bin/python bench/grading.py --students 100            # the comparison with nbgrader, 100 submissions
     .venv/bin/python bench/grading.py --sizes 20,200,1000 --repeat 2 --dask --nbgrader-repeat 0
+    .venv/bin/python bench/grading.py --nbgrader-repeat 0 --hostile 20   # what each hostile hand-in costs
 
 Makes a temporary copy of the course, releases it (not timed) and writes synthetic
 submissions (a third the solution, a third the untouched release, a third the solution
@@ -14,10 +15,15 @@ with one answer left out). Then, on the same submissions:
 - ``--dask``: the course's command on a local Dask cluster of two worker processes.
 
 Each figure is the wall time of the whole command, so the start-up of Python and nbgrader
-is in it. The scores of the two must be the same for every student. ``--sizes`` times the
-course's command on classes of several sizes (seconds per notebook should stay flat). The
-load average of the machine is printed with every figure: other work on the machine slows
-both commands. Prints the figures; asserts nothing.
+is in it, and beside it the grading process's own peak memory (its maximum resident set,
+without the sandboxes). The scores of the two must be the same for every student.
+``--sizes`` times the course's command on classes of several sizes (seconds per notebook
+and peak memory should stay flat). ``--hostile N`` grades N clean hand-ins beside one of
+each hostile kind of the adversarial tests (tests/hostile_data.py) and prints, for each,
+the CPU time the grading process spent on it (reading its channel, decoding, judging,
+writing) against the clean ones': the goal is at most 20 s beyond a clean one, and a peak
+under 1 GB. The load average of the machine is printed with every figure: other work on
+the machine slows both commands. Prints the figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -67,6 +73,31 @@ def synthetic_submissions(course: Course, problem_set: str, count: int, folder: 
         path.write_text(json.dumps(nb), encoding="utf-8")
 
 
+# Runs `python -m qkv_grading ARGS` and, as it exits, writes its own peak memory to the file first on its command line.
+MEASURED = ("import atexit, json, resource, runpy, sys\n"
+            "usage = sys.argv.pop(1)\n"
+            "def report():\n"
+            "    with open(usage, 'w') as f:\n"
+            "        json.dump(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, f)\n"
+            "atexit.register(report)\n"
+            "runpy.run_module('qkv_grading', run_name='__main__', alter_sys=True)\n")
+# Grades a folder in-process and prints, as JSON, what the grading process spent on each submission.
+GRADED = ("import json, resource, sys\n"
+          "from pathlib import Path\n"
+          "from qkv_grading.pipeline import Course, grade\n"
+          "subs = grade(Course(sys.argv[1]), Path(sys.argv[2]), fresh=True, progress_bar=False, out=lambda line: None)\n"
+          "print(json.dumps({'peak_bytes': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,\n"
+          "                  'subs': [[s.student, s.trusted_seconds, s.score] for s in subs]}))\n")
+# Writes the hostile hand-ins of the adversarial tests (run from the repository, where `tests` is a package).
+HOSTILE = ("import json, sys\n"
+           "from pathlib import Path\n"
+           "from tests.hostile_data import data_attacks\n"
+           "from tests.grading_support import PS2, hand_in\n"
+           "for student, (ps, nb, files, _, _) in data_attacks(Path(sys.argv[1])).items():\n"
+           "    if ps == PS2:\n"
+           "        hand_in(Path(sys.argv[2]), student, ps, nb)\n")
+
+
 def timed(command: list[str], cwd: Path) -> float:
     started = time.perf_counter()
     result = subprocess.run(command, cwd=cwd, env=nbgrader_env(), capture_output=True, text=True)
@@ -74,6 +105,10 @@ def timed(command: list[str], cwd: Path) -> float:
     if result.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
     return seconds
+
+
+def mib(size: float) -> str:
+    return f"{size / 2**20:.0f} MiB"
 
 
 def scores(csv_path: Path, problem_set: str) -> dict[str, float]:
@@ -85,9 +120,34 @@ def load() -> str:
     return "load " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def course_command(course: Course, folder: Path, extra: tuple[str, ...] = ()) -> float:
-    return timed([sys.executable, "-m", "qkv_grading", "--course", str(course.root), "grade", str(folder), "--fresh",
-                  *extra], course.root.parent)
+def course_command(course: Course, folder: Path, extra: tuple[str, ...] = ()) -> tuple[float, int]:
+    """The wall time of ``python -m qkv_grading grade FOLDER --fresh``, and the grading process's peak memory."""
+    usage = folder.parent / "usage.json"
+    seconds = timed([sys.executable, "-c", MEASURED, str(usage), "--course", str(course.root), "grade", str(folder),
+                     "--fresh", *extra], course.root.parent)
+    return seconds, json.loads(usage.read_text())
+
+
+def hostile_figures(course: Course, folder: Path, clean: int) -> None:
+    """``clean`` clean hand-ins beside one of each hostile kind: what the grading process spent on each."""
+    problem_set = "ps2_scaled_dot_product"
+    synthetic_submissions(course, problem_set, clean, folder)
+    subprocess.run([sys.executable, "-c", HOSTILE, str(course.root), str(folder)], cwd=ROOT, check=True,
+                   env=nbgrader_env())
+    result = subprocess.run([sys.executable, "-c", GRADED, str(course.root), str(folder)], cwd=ROOT,
+                            env=nbgrader_env(), capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit(f"grading the hostile class failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    spent = {student: seconds for student, seconds, _ in report["subs"]}
+    clean_seconds = sorted(v for k, v in spent.items() if k.startswith("student"))
+    median = clean_seconds[len(clean_seconds) // 2]
+    print(f"\n{clean} clean hand-ins of {problem_set} and one of each hostile kind ({load()}):")
+    print(f"  clean: {median:.3f} s of the grading process's CPU each (median), at most {clean_seconds[-1]:.3f} s")
+    for student, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
+        if not student.startswith("student"):
+            print(f"  {student:<14} {seconds:7.3f} s  ({seconds - median:+.3f} s beside a clean one)")
+    print(f"  the grading process's peak memory: {mib(report['peak_bytes'])}")
 
 
 def main() -> int:
@@ -99,6 +159,8 @@ def main() -> int:
                         help="times plain nbgrader is measured (0: not at all; it is the slow one)")
     parser.add_argument("--dask", action="store_true", help="also time the course's command on a local Dask cluster")
     parser.add_argument("--problem-set", default="ps2_scaled_dot_product")
+    parser.add_argument("--hostile", type=int, default=0, metavar="N",
+                        help="also grade N clean hand-ins beside one of each hostile kind, and say what each cost")
     args = parser.parse_args()
     ps = args.problem_set
     print(f"{os.cpu_count()} cores; {load()} at the start")
@@ -115,9 +177,9 @@ def main() -> int:
         nbgrader_times = []
         for attempt in range(max(args.repeat, args.nbgrader_repeat)):
             if attempt < args.repeat:
-                course_s = course_command(ours, folder)
+                course_s, peak = course_command(ours, folder)
                 print(f"  course   (grade, feedback, export) {course_s:7.1f} s  {course_s / n:5.2f} s per notebook  "
-                      f"({load()})")
+                      f"peak {mib(peak)}  ({load()})")
             if attempt < args.nbgrader_repeat:
                 nbgrader_s = timed([sys.executable, "-m", "nbgrader", "autograde", ps, "--force"], theirs.root)
                 nbgrader_times.append(nbgrader_s)
@@ -133,7 +195,7 @@ def main() -> int:
             with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                               dashboard_address="127.0.0.1:0") as cluster:
                 for attempt in range(args.repeat):
-                    seconds = course_command(ours, folder, ("--dask", cluster.scheduler_address))
+                    seconds, _ = course_command(ours, folder, ("--dask", cluster.scheduler_address))
                     print(f"  course on a local Dask cluster (2 workers) {seconds:7.1f} s  {seconds / n:5.2f} s per "
                           f"notebook  ({load()})")
                     if nbgrader_times:
@@ -145,19 +207,22 @@ def main() -> int:
             empty = tmp / "hand-ins" / "empty"
             empty.mkdir()
             for attempt in range(args.repeat):
-                print(f"  start-up {course_command(ours, empty):7.1f} s  ({load()})")
+                print(f"  start-up {course_command(ours, empty)[0]:7.1f} s  ({load()})")
         measured = []
         for size in sizes:
             sized = tmp / "hand-ins" / f"size-{size}"
             synthetic_submissions(ours, ps, size, sized)
             for attempt in range(args.repeat):
-                seconds = course_command(ours, sized)
+                seconds, peak = course_command(ours, sized)
                 measured.append((size, seconds))
-                print(f"  {size:5d} submissions {seconds:7.1f} s  {seconds / size:5.2f} s per notebook  ({load()})")
+                print(f"  {size:5d} submissions {seconds:7.1f} s  {seconds / size:5.2f} s per notebook  "
+                      f"peak {mib(peak)}  ({load()})")
             shutil.rmtree(sized)
         for (n1, t1), (n2, t2) in zip(measured, measured[1:]):
             if n2 > n1:
                 print(f"  from {n1} to {n2} submissions: {(t2 - t1) / (n2 - n1):.2f} s per added notebook")
+        if args.hostile:
+            hostile_figures(ours, tmp / "hand-ins" / "hostile", args.hostile)
     return 0
 
 

@@ -30,3 +30,6 @@ def built_site(tmp_path_factory) -> Path:
                             capture_output=True, text=True)
     assert result.returncode == 0, f"the book build failed:\n{result.stdout[-6000:]}\n{result.stderr[-6000:]}"
     return out / "html"
+
+
+from .adversarial_class import adversarial_class  # noqa: E402, F401 (the session's adversarial class)

@@ -3,7 +3,8 @@
 The probe problem set ``ps99_probe`` (``tests/grading_probe/ps99_probe.py`` and the notebook
 :func:`probe_notebook` makes) has a hidden value check and visible and hidden function
 checks. :func:`grading` runs the instructors' command, ``python -m qkv_grading``, exactly
-(``runpy`` runs its ``__main__``) after putting the probe's folder on the problem sets' path.
+(``runpy`` runs its ``__main__``) after putting the probe's folder on the problem sets' path, and
+can report what the grading process itself cost.
 """
 
 from __future__ import annotations
@@ -22,9 +23,16 @@ PS2 = "ps2_scaled_dot_product"
 PROBE = "ps99_probe"
 PROBE_FOLDER = Path(__file__).resolve().parent / "grading_probe"
 HIDDEN_MARK = "HIDDEN-PROBE-MARK"  # written only inside the probe's hidden tests
-LAUNCH = ("import runpy, sys\n"
+LAUNCH = ("import atexit, json, resource, runpy, sys\n"
           "import qkv_exercises.problem_sets as sets\n"
           "sets.__path__.append(sys.argv.pop(1))\n"
+          "usage = sys.argv.pop(1)\n"
+          "def report():\n"
+          "    mine = resource.getrusage(resource.RUSAGE_SELF)\n"
+          "    with open(usage, 'w') as f:\n"
+          "        json.dump({'max_rss_bytes': mine.ru_maxrss * 1024, 'cpu_seconds': mine.ru_utime + mine.ru_stime}, f)\n"
+          "if usage != '-':\n"
+          "    atexit.register(report)\n"
           "runpy.run_module('qkv_grading', run_name='__main__', alter_sys=True)\n")
 
 
@@ -82,10 +90,12 @@ def probe_course(where: Path) -> Path:
     return course
 
 
-def grading(course: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    """``python -m qkv_grading --course COURSE ARGS``, with the probe problem set known."""
-    return subprocess.run([sys.executable, "-c", LAUNCH, str(PROBE_FOLDER), "--course", str(course), *args],
-                          cwd=course.parent, env=nbgrader_env(), capture_output=True, text=True, timeout=timeout)
+def grading(course: Path, *args: str, timeout: float = 900, usage: Path | None = None) -> subprocess.CompletedProcess:
+    """``python -m qkv_grading --course COURSE ARGS``, with the probe problem set known; with ``usage``, the
+    grading process writes its own peak memory and CPU time there (JSON) as it exits."""
+    return subprocess.run([sys.executable, "-c", LAUNCH, str(PROBE_FOLDER), str(usage or "-"), "--course", str(course),
+                           *args], cwd=course.parent, env=nbgrader_env(), capture_output=True, text=True,
+                          timeout=timeout)
 
 
 def source_of(problem_set: str) -> dict:

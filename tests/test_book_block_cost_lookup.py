@@ -1,6 +1,6 @@
-"""The chapters on the block around attention, on cost and online softmax, and on attention as lookup:
-what the built pages show agrees with the seeds and with computations done here, and every figure
-has a caption and alt text.
+"""The chapters on the block around attention, on cost and online softmax, on attention as lookup and
+on training attention: what the built pages show agrees with the seeds and with computations done
+here, and every figure has a caption and alt text.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from .test_book import math_text, page_text, parse
 
 pytestmark = pytest.mark.slow
 
-CHAPTERS = ["transformer_block", "attention_cost", "soft_lookup"]
+CHAPTERS = ["transformer_block", "attention_cost", "soft_lookup", "training_attention"]
 
 
 def numbers(text: str) -> list[float]:

@@ -236,10 +236,19 @@ def test_a_zip_from_a_learning_platform_is_collected_by_the_platforms_user_ids(r
     timestamps = {row[3]: row[2] for row in csv.reader((course / "grades.csv").open(encoding="utf-8"))}
     assert all(timestamps[u] for u in users), "every hand-in has the time it was handed in"
 
+    # hana's hand-in is replaced by one with a slip; the regrade of what was collected says what changed
+    write_notebook(course / "submitted" / "4711" / PS2 / f"{PS2}.ipynb", slip)
     regraded = grading(course, "grade", str(course / "submitted"), "--problem-set", PS2)
     assert regraded.returncode == 0, regraded.stdout + regraded.stderr
-    assert {s: g for (s, ps), g in read_grades(course / "grades.csv").items() if s in users} == users, \
-        "a regrade of what was collected keeps each platform student's numbers"
+    assert {s: g for (s, ps), g in read_grades(course / "grades.csv").items() if s in users} == {
+        **users, "4711": FULL - 1}, "a regrade of what was collected keeps each platform student's numbers"
+    assert f"{PS2}  4711: {FULL:g} -> {FULL - 1:g} / {FULL:g}" in regraded.stdout
+    assert f"the regrade changed its score: {FULL:g} -> {FULL - 1:g}" in "\n".join(
+        student_lines(regraded.stdout, "4711"))
+    assert "the regrade changed" not in "\n".join(student_lines(regraded.stdout, "4712"))
+    with (course / "grades.csv").open(encoding="utf-8", newline="") as f:
+        previous = {row["student_id"]: row["previous_score"] for row in csv.DictReader(f) if row["assignment"] == PS2}
+    assert previous["4711"] == f"{float(FULL)}" and previous["4712"] == "", previous
 
 
 def test_odd_folder_names_are_graded_and_unsafe_ones_refused(released, tmp_path):
@@ -289,7 +298,7 @@ def test_a_killed_run_keeps_its_grades_and_the_next_run_finishes(released, tmp_p
     from .grading_support import LAUNCH, PROBE_FOLDER  # the same command as grading()
     from qkv_grading.pipeline import nbgrader_env
 
-    process = subprocess.Popen([sys.executable, "-c", LAUNCH, str(PROBE_FOLDER), "--course", str(course), "grade",
+    process = subprocess.Popen([sys.executable, "-c", LAUNCH, str(PROBE_FOLDER), "-", "--course", str(course), "grade",
                                 str(folder), "--timeout", "30", "--workers", "1"], cwd=tmp_path, env=nbgrader_env(),
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     done = []

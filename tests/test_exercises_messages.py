@@ -195,6 +195,14 @@ def reference(name: str, *args, **kwargs):
             weights.append(reference("softmax", q @ k.T / np.sqrt(d_k)))
             outputs.append(weights[-1] @ (X @ W_V + b_V)[:, i * d_v:(i + 1) * d_v])
         return np.hstack(outputs) @ W_O + b_O, np.array(weights)
+    if name == "attention_backward":
+        Q, K, V, dO = args
+        A = reference("scaled_dot_product_attention", Q, K, V)[1]
+        dA = dO @ V.T
+        dS = A * (dA - (A * dA).sum(axis=-1, keepdims=True))
+        return dS @ K / np.sqrt(Q.shape[1]), dS.T @ Q / np.sqrt(Q.shape[1]), A.T @ dO
+    if name == "central_difference_dQ":
+        return reference("attention_backward", *args)[0]
     d_k, n, rng = args
     return (rng.standard_normal((n, d_k)) * rng.standard_normal((n, d_k))).sum(axis=1)
 
@@ -337,6 +345,34 @@ def wrong_functions(name: str) -> list[tuple[str, object]]:
 
         return common + [("sin and cos swapped", swapped), ("positions from 1", from_one), ("i, not 2i", i_not_2i),
                          ("sines first", sines_first)]
+    if name == "attention_backward":
+        def backward(scale=True, transposed=True, full_jacobian=True):
+            def slipped(Q, K, V, dO):
+                A = reference("scaled_dot_product_attention", Q, K, V)[1]
+                dA = dO @ V.T
+                dS = A * (dA - (A * dA).sum(axis=-1, keepdims=True)) if full_jacobian else A * dA
+                root = np.sqrt(Q.shape[1]) if scale else 1.0
+                return dS @ K / root, dS.T @ Q / root, (A.T if transposed else A) @ dO
+            return slipped
+
+        return common + [("no 1/sqrt(d_k)", backward(scale=False)), ("A not transposed", backward(transposed=False)),
+                         ("diagonal only", backward(full_jacobian=False)),
+                         ("dQ only", lambda Q, K, V, dO: reference(name, Q, K, V, dO)[0])]
+    if name == "central_difference_dQ":
+        def difference(one_sided=False, halved=True):
+            def estimate(Q, K, V, dO, h=1e-5):
+                def loss(x):
+                    return float(np.sum(dO * reference("scaled_dot_product_attention", x, K, V)[0]))
+                gradient = np.zeros_like(Q)
+                for index in np.ndindex(Q.shape):
+                    up, down = Q.copy(), Q.copy()
+                    up[index] += h
+                    down[index] -= 0 if one_sided else h
+                    gradient[index] = (loss(up) - loss(down)) / ((1 if one_sided else 2 if halved else 1) * h)
+                return gradient
+            return estimate
+
+        return common + [("one-sided", difference(one_sided=True)), ("divided by h", difference(halved=False))]
     return common + [("constant", lambda d_k, n, rng: np.full(n, float(d_k))),
                      ("scaled", lambda d_k, n, rng: reference(name, d_k, n, rng) / np.sqrt(d_k)),
                      ("uniform", lambda d_k, n, rng: (rng.random((n, d_k)) * rng.random((n, d_k))).sum(axis=1)),

@@ -118,6 +118,11 @@ SLIPS = {
         "A_head = weights[head]  # heads counted from 0",
         1, "Likely slip: heads are numbered from 1 in the question and Python counts from 0",
     ),
+    "ps14_training": (
+        "answer_dv_entry",
+        "dV_entry = np.round((A @ dO)[key, column], 2)  # A not transposed",
+        1, "Likely slip: did you forget to transpose A?",
+    ),
     PROBE: (
         "answer_softmax",
         "def softmax(x):\n    return np.exp(x)  # not divided by the sum",

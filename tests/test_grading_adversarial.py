@@ -1,9 +1,8 @@
 """Dishonest and hostile submissions, graded with the real command beside honest classmates.
 
-One class hands in problem set 2 and the probe problem set (``ps99_probe``: hidden value and
-function checks). Most attackers hand in blank answers, so that any point they get could only
-come from tampering. The class is graded twice with ``python -m qkv_grading grade`` (the second
-time ``--fresh``, running every notebook again), and the tests show:
+The adversarial class (tests/adversarial_class.py) is graded three times with ``python -m
+qkv_grading grade`` (then ``--fresh``, running every notebook again, then from the journal), and
+the tests show:
 
 - 0 points gained by any tampering, and the partial work of the others graded as it is;
 - 0 classmates affected: honest students get full marks, their files are untouched, and no file
@@ -12,18 +11,16 @@ time ``--fresh``, running every notebook again), and the tests show:
 - no live script in any feedback page (only MathJax, from the feedback folder);
 - the batch finishes, with a reason for each failure, no process of a sandbox left alive, and
   no connection made to a server on this machine;
-- the two runs give identical grades.
+- the runs give identical grades.
+
+What the hand-ins send back, and what reaches the instructor's terminal: tests/test_grading_hostile_data.py.
 """
 
 from __future__ import annotations
 
-import hashlib
 import html
 import html.parser
-import json
-import socket
 import sqlite3
-import threading
 
 import numpy as np
 import pytest
@@ -33,222 +30,17 @@ from qkv_exercises.checking import format_number
 from qkv_exercises.checks import seed_for
 from qkv_exercises.identity import student_variant
 
-from .exercise_support import ROOT, hidden_test_lines, points, read_notebook, solution_lines, source_notebook
+from .adversarial_class import FULL, HONEST, digest
+from .exercise_support import hidden_test_lines, read_notebook, solution_lines
 from .grading_probe.ps99_probe import hidden_calls
-from .grading_support import (
-    HIDDEN_MARK,
-    PROBE,
-    PS2,
-    grading,
-    hand_in,
-    probe_course,
-    read_grades,
-    released,
-    sandbox_processes,
-    source_of,
-    student_lines,
-    with_cells,
-)
+from .grading_support import HIDDEN_MARK, PROBE, PS2, sandbox_processes, source_of, student_lines
 
 pytestmark = pytest.mark.slow
 
-TIMEOUT = "12"  # seconds per notebook in these runs
-FULL = points(source_notebook(PS2))  # every point of ps2
-HONEST = {("honest_a", PS2): FULL, ("honest_b", PS2): FULL, ("probe_honest", PROBE): 4}
 
-
-def _digest(path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "absent"
-
-
-class Listener:
-    """A TCP server on 127.0.0.1 that counts the connections it accepts."""
-
-    def __init__(self):
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.server.settimeout(0.5)
-        self.port, self.accepted, self.running = self.server.getsockname()[1], 0, True
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self):
-        while self.running:
-            try:
-                connection, _ = self.server.accept()
-                self.accepted += 1
-                connection.close()
-            except OSError:
-                pass
-
-    def close(self):
-        self.running = False
-        self.thread.join(timeout=2)
-        self.server.close()
-
-
-def attacks(course, listener_port) -> dict:
-    """``{student: (problem set, notebook, extra files, expected score, words its notes must hold)}``."""
-    blank, probe_blank = released(course, PS2), released(course, PROBE)
-    solution, probe_solution = source_of(PS2), source_of(PROBE)
-    classmate = course / "submitted" / "honest_a" / PS2 / f"{PS2}.ipynb"
-    targets = [ROOT / "src" / "qkv_exercises" / "checking.py", ROOT / "src" / "qkv" / "attention.py",
-               course / "nbgrader_config.py", classmate, course / "gradebook.db", course / "grades.csv",
-               course / "source" / PS2 / "planted.txt", course / ".grading" / "key"]
-    writes = "\n".join(f"try:\n    open({str(t)!r}, 'w').write('tampered')\n    print('WROTE', {str(t)!r})\n"
-                       f"except Exception as err:\n    print('could not write:', type(err).__name__)" for t in targets)
-    # honest_a's answers, typed in by hand: right for honest_a's numbers only
-    theirs = examples.q1_example(student_variant(PS2, "honest_a"))
-    copied = np.round(theirs.Q @ theirs.K.T, 2).tolist()
-    return {
-        "patcher": (PS2, with_cells(blank, {"answer_scores_q1": (
-            "import os, qkv_exercises\nqkv_exercises.start = lambda *a, **k: ps\n"
-            "ps.check = lambda *a, **k: print('\u2713 correct')\nps.summary = lambda: print('8 of 8 points')\n"
-            "if os.environ.get('NBGRADER_EXECUTION') == 'autograde':\n    print('under the autograder')\n"
-            "scores_q1 = None")}), {}, 0, []),
-        "transformer": (PS2, with_cells(blank, {"answer_scores_q1": (
-            "get_ipython().input_transformers_cleanup.append(lambda lines: ['pass\\n'])\nscores_q1 = None")}),
-            {}, 0, []),
-        "numpy_patch": (PS2, with_cells(blank, {"answer_scores_q1": (
-            "np.abs = lambda x: np.zeros_like(x)\nnp.allclose = lambda *a, **k: True\n"
-            "np.isclose = lambda a, b, **k: np.ones(np.shape(a), dtype=bool)\nscores_q1 = None")}), {}, 0, []),
-        "qkv_folder": (PS2, blank, {
-            "qkv/__init__.py": "def softmax(x, axis=-1):\n    return x\n",
-            "qkv_exercises/__init__.py": "def start(*a, **k):\n    raise SystemExit\n",
-            "helpers.zip": "PK not really a zip",
-        }, 0, ["other files handed in were not used"]),
-        "writer": (PS2, with_cells(blank, {"answer_scores_q1": writes + "\nscores_q1 = None"}), {}, 0, []),
-        "db_tamper": (PS2, with_cells(blank, {"answer_scores_q1": (
-            f"import sqlite3\ntry:\n    db = sqlite3.connect({str(course / 'gradebook.db')!r})\n"
-            "    db.execute('UPDATE grade SET manual_score = 0')\n    db.commit()\nexcept Exception as err:\n"
-            "    print('no gradebook:', err)\nscores_q1 = None")}), {}, 0, []),
-        "copier": (PS2, with_cells(blank, {"answer_scores_q1": (
-            "import glob, json\nfound = glob.glob('../../../submitted/*/*/*.ipynb') + "
-            f"glob.glob({str(course / 'submitted' / '*' / '*' / '*.ipynb')!r})\nprint('found', found)\n"
-            "for path in found:\n    for cell in json.load(open(path))['cells']:\n"
-            "        exec(''.join(cell['source']))\nscores_q1 = globals().get('scores_q1')")}), {}, 0, []),
-        "copied_answers": (PS2, with_cells(blank, {"answer_scores_q1": f"scores_q1 = {copied}"}), {}, 0, []),
-        "leaker": (PS2, with_cells(blank, {"answer_scores_q1": (
-            "import glob, os, socket\nprint(os.listdir('/'), glob.glob('../../../source/*/*.ipynb'), "
-            "glob.glob('/sandbox/**', recursive=True)[:50], glob.glob('/job/**', recursive=True))\n"
-            f"for path in [{str(course / 'source' / PS2 / (PS2 + '.ipynb'))!r}, {str(course / 'gradebook.db')!r},"
-            f" {str(course / 'source' / PROBE / (PROBE + '.ipynb'))!r}]:\n"
-            "    try:\n        print(open(path, errors='replace').read())\n    except Exception as err:\n"
-            "        print('cannot read', type(err).__name__)\n"
-            f"try:\n    socket.create_connection(('127.0.0.1', {listener_port}), timeout=2)\n    print('CONNEC' + 'TED-OK')\n"
-            "except Exception as err:\n    print('no network:', type(err).__name__)\nscores_q1 = None")}), {}, 0, []),
-        "html": (PS2, with_cells(blank, {"answer_scores_q1": (
-            "# <script>alert('answer source')</script>\nfrom IPython.display import HTML, Javascript, display\n"
-            "display(HTML('<script>alert(1)</script><div class=\"banner\">Score: 8.0 / 8.0</div>'))\n"
-            "display(Javascript('alert(2)'))\nprint('<img src=x onerror=alert(3)>')\nscores_q1 = None")},
-            markdown_before={"answer_scores_q1": ["<script>alert(4)</script><img src=x onerror=alert(5)>\n"
-                                                  "<a href=\"javascript:alert(6)\">score</a>"]}), {}, 0, []),
-        "background": (PS2, with_cells(blank, {"answer_scores_q1": (
-            "import os, subprocess, time\n"
-            f"subprocess.Popen(['sh', '-c', 'sleep 20; echo tampered > {course / 'grades.csv'}'],"
-            " start_new_session=True)\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(600)\n"
-            "scores_q1 = None")}), {}, 0, []),
-        "sleeper": (PS2, with_cells(solution, {g: "import time\ntime.sleep(10)\n" + _answer(solution, g)
-                                               for g in _answers(solution)}),
-                    {}, None, ["ran past its time limit of 12 s"]),
-        "forkbomb": (PS2, with_cells(blank, {"answer_scores_q1": (
-            "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass")}),
-            {}, 0, ["ran past its time limit"]),
-        "memory": (PS2, with_cells(solution, {}, before={"answer_scores_q1": ["hog = np.ones(1 << 31)"]}),
-                   {}, FULL, ["raised MemoryError"]),
-        "big_output": (PS2, with_cells(solution, {}, before={"answer_scores_q1": ["print('x' * 100_000_000)"]}),
-                       {}, FULL, []),
-        "killer": (PS2, with_cells(solution, {}, before={"answer_scores_raw_head1": [
-            "import os, signal\nfor pid in (-1, os.getppid(), 1, os.getpid()):\n    try:\n"
-            "        os.kill(pid, signal.SIGKILL)\n    except OSError:\n        pass"]}),
-            {}, 4, ["checks after it were not reached"]),
-        "exiter": (PS2, with_cells(solution, {}, before={"answer_weights_q1": ["import os\nos._exit(3)"]}),
-                   {}, 2, ["ended (exit code 3)"]),
-        "forger": (PS2, with_cells(blank, {"answer_scores_q1": (
-            "import os\nfor fd in range(3, 12):\n    try:\n"
-            "        os.write(fd, b'{\"capture\": 1, \"value\": {\"t\": \"array\", \"dtype\": \"float\", \"shape\": [9],"
-            " \"v\": [1]}}\\n{\"cell\": \"x\"}\\n' + b'[' * 100000 + b'\\n')\n    except OSError:\n        pass\n"
-            "scores_q1 = None")}), {}, 0, []),
-        "edited_tests": (PS2, _edit_tests(blank), {}, 0, []),
-        "wrong_id": (PS2, _wrong_id(solution), {}, FULL, ["solved with STUDENT_ID = 'honest_a'"]),
-        "odd_values": (PS2, with_cells(blank, {"answer_scores_q1": (
-            "class Hostile:\n    def __array__(self, *a, **k):\n        raise RuntimeError('no')\n"
-            "    def __repr__(self):\n        raise RuntimeError('no')\nscores_q1 = Hostile()"),
-            "answer_scaled_scores_q1": "scaled_scores_q1 = [[[[[[[[[[[[[1.0]]]]]]]]]]]]]",
-            "answer_weights_q1": "weights_q1 = np.zeros(5_000_000)"}), {}, 0, []),
-        "probe_slip": (PROBE, with_cells(probe_solution, {"answer_weights": (
-            "e = np.exp(q1 @ K.T)\nweights = np.round(e / e.sum(), 2)  # the scores not scaled")}), {}, 3, []),
-        "probe_spy": (PROBE, with_cells(probe_blank, {"answer_softmax": (
-            "def softmax(x):\n    import inspect, sys\n    for frame in inspect.stack():\n"
-            "        print(frame.filename, frame.code_context)\n    try:\n        import qkv\n"
-            "        return qkv.softmax(x)\n    except Exception as err:\n        print('no qkv:', err)\n"
-            "    try:\n        from qkv_exercises import checking\n        return checking.softmax(x)\n"
-            "    except Exception as err:\n        print('no checks:', err)\n    return None")}), {}, 0, []),
-        "probe_wrong": (PROBE, with_cells(probe_solution, {"answer_softmax": (
-            "def softmax(x):\n    return np.exp(x)  # not normalised")}), {}, 2, []),
-    }
-
-
-def _answers(nb) -> list[str]:
-    return [c["metadata"]["nbgrader"]["grade_id"] for c in nb["cells"]
-            if c["metadata"].get("nbgrader", {}).get("solution")]
-
-
-def _answer(nb, grade_id) -> str:
-    cell = next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == grade_id)
-    return "".join(cell["source"])
-
-
-def _edit_tests(nb) -> dict:
-    """Blank answers; every test cell replaced by ``pass`` with 100 points, and one test cell deleted."""
-    nb = json.loads(json.dumps(nb))
-    tests = [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade")]
-    for cell in tests:
-        cell["source"] = "pass"
-        cell["metadata"]["nbgrader"]["points"] = 100
-    nb["cells"].remove(tests[0])
-    return nb
-
-
-def _wrong_id(nb) -> dict:
-    nb = json.loads(json.dumps(nb))
-    cell = next(c for c in nb["cells"] if "student-id" in c["metadata"].get("tags", []))
-    cell["source"] = 'STUDENT_ID = "honest_a"\nPRACTICE = 1'
-    return nb
-
-
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    """Release, hand in, grade twice (the second time every notebook again); what each run left."""
-    course = probe_course(tmp_path_factory.mktemp("adversarial"))
-    result = grading(course, "release")
-    assert result.returncode == 0, result.stdout + result.stderr
-    listener = Listener()
-    folder = course.parent / "hand-ins"
-    for (student, ps), _ in HONEST.items():
-        hand_in(folder, student, ps, source_of(ps))
-    hand_in(folder, "blank", PS2, released(course, PS2))
-    cases = attacks(course, listener.port)
-    for student, (ps, nb, files, _, _) in cases.items():
-        path = hand_in(folder, student, ps, nb)
-        for name, text in files.items():
-            (path.parent / name).parent.mkdir(parents=True, exist_ok=True)
-            (path.parent / name).write_text(text, encoding="utf-8")
-    watched = [ROOT / "src" / "qkv_exercises" / "checking.py", ROOT / "src" / "qkv" / "attention.py",
-               course / "nbgrader_config.py"]
-    before = {str(p): _digest(p) for p in watched}
-    sources_before = sorted(p.name for p in (course / "source" / PS2).iterdir())
-    runs = []
-    for extra in ((), ("--fresh",)):
-        result = grading(course, "grade", str(folder), "--timeout", TIMEOUT, *extra)
-        grades = read_grades(course / "grades.csv") if (course / "grades.csv").is_file() else {}
-        pages = {p.parent.parent.name + "/" + p.parent.name: p.read_text(encoding="utf-8")
-                 for p in (course / "feedback").glob("*/*/*.html")}
-        runs.append({"result": result, "grades": grades, "pages": pages,
-                     "classmate": (course / "submitted" / "honest_a" / PS2 / f"{PS2}.ipynb").read_bytes()})
-    listener.close()
-    return {"course": course, "cases": cases, "runs": runs, "before": before, "watched": watched,
-            "sources_before": sources_before, "folder": folder, "accepted": listener.accepted}
-
+@pytest.fixture
+def graded(adversarial_class):
+    return adversarial_class
 
 def test_the_batch_finishes_and_every_student_has_a_grade(graded):
     for run in graded["runs"]:
@@ -284,7 +76,7 @@ def test_classmates_are_not_affected(graded):
 
 def test_no_file_of_the_course_or_the_repository_was_changed(graded):
     course = graded["course"]
-    assert {str(p): _digest(p) for p in graded["watched"]} == graded["before"]
+    assert {str(p): digest(p) for p in graded["watched"]} == graded["before"]
     assert sorted(p.name for p in (course / "source" / PS2).iterdir()) == graded["sources_before"]
     with sqlite3.connect(course / "gradebook.db") as db:
         assert db.execute("SELECT count(*) FROM grade WHERE manual_score IS NOT NULL").fetchone() == (0,)
@@ -322,8 +114,8 @@ def test_no_feedback_page_shows_a_hidden_test_or_its_expected_values(graded):
             leaked = [line for line in hidden if line in text]
             assert not leaked, f"{name}: hidden test text in the feedback: {leaked}"
             student, ps = name.split("/")
-            if (student, ps) not in HONEST and student not in ("sleeper", "memory", "big_output", "killer",
-                                                                 "exiter", "wrong_id", "probe_slip", "probe_wrong"):
+            worked = student in graded["cases"] and graded["cases"][student][3] != 0  # the solution, changed
+            if (student, ps) not in HONEST and not worked:
                 leaked = [line for line in secret if line in text]
                 assert not leaked, f"{name}: solution text in the feedback of a blank hand-in: {leaked}"
             if ps == PROBE:
@@ -381,9 +173,11 @@ def test_every_failure_has_its_reason(graded):
                 assert word in notes, f"{student}: no {word!r} in\n{notes}"
 
 
-def test_two_runs_give_identical_grades(graded):
-    first, second = graded["runs"]
-    assert first["grades"] == second["grades"]
+def test_the_runs_give_identical_grades(graded):
+    """Every run grades alike; but the sleeper, whose work within its time limit depends on the machine's load."""
+    first, *others = [{k: v for k, v in run["grades"].items() if k[0] != "sleeper"} for run in graded["runs"]]
+    for other in others:
+        assert other == first
 
 
 def test_the_autograded_notebooks_are_read_by_nbgrader(graded):

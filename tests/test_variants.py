@@ -360,6 +360,8 @@ PINNED = {
                               "beta": [-0.5, 0.5, 1, 0.5]},
     ("ps12_trained_model", "ab1234"): {"sentence": "After two late orders the driver promised compensation.",
                                        "layer": 2, "head": 1},
+    ("ps14_training", "ab1234"): {"V": [[1, 0], [0, 1], [0, 0]], "dO": [[-1, 0.5], [-1, 0], [0.5, 1]],
+                                  "key": 1, "column": 1},
 }
 
 

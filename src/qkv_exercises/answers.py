@@ -221,6 +221,11 @@ def _checked_number(v) -> float | int:
         if v not in ("nan", "inf", "-inf"):
             raise MalformedAnswer("a number is not a number")
         return _float(v)
+    if isinstance(v, int) and not -(1 << 63) <= v < (1 << 63):  # beyond int64: a float, if one can hold it
+        try:
+            return float(v)
+        except OverflowError:
+            raise MalformedAnswer("a number is too large for any number type") from None
     return v
 
 

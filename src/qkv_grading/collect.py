@@ -62,7 +62,8 @@ class Submission:
     gradable: bool = True
     notes: list[str] = field(default_factory=list)
     platform_name: str | None = None  # the student's name on the learning platform, when collected from one
-    trusted_seconds: float = 0.0  # CPU time the grading process spent on it (decoding, judging, writing)
+    trusted_seconds: float = 0.0  # CPU time the grading process spent on it (reading its channel, when the
+    # sandbox runs here, decoding, judging, writing)
 
     @property
     def key(self) -> tuple[str, str]:

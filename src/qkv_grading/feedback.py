@@ -10,6 +10,10 @@ A feedback page (``feedback/<student>/<problem set>/<notebook>.html``) shows:
   rendered markdown from a student), each block bounded in size; test cells as the
   student's release shows them (without hidden tests).
 
+Every text a student controls goes through :func:`qkv_grading.safe_text.stored` first,
+here and in the autograded notebook: no lone surrogate, control character or
+bidirectional override reaches a page or a file, only its visible escape.
+
 The page loads nothing but MathJax, from the feedback folder (``_mathjax/``, beside the
 student folders), and its Content-Security-Policy allows no other script, no inline
 script and no connection anywhere.

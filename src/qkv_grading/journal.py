@@ -80,7 +80,9 @@ class Journal:
     def append(self, key: str, student: str, record: bytes) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         line = json.dumps({"key": key, "student": student, "record": record.decode("ascii")}, ensure_ascii=True)
-        with self.path.open("ab") as f:
+        with self.path.open("ab+") as f:
+            if f.seek(0, 2) and (f.seek(-1, 2), f.read(1))[1] != b"\n":
+                f.write(b"\n")  # the last line of a killed run stays cut off, on a line of its own
             f.write(line.encode("ascii") + b"\n")
             f.flush()
 

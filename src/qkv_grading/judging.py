@@ -119,7 +119,9 @@ def judge(plan: Plan, student: str, key: str, cells: list[RunCell], record: RunR
     budget.check("judging")
     graded.notes.extend(_solved_for_note(record.solved_for, student, variant_id))
     if record.dropped:
-        graded.notes.append(f"{record.dropped} lines sent back by the notebook were not answers and were ignored")
+        one = record.dropped == 1
+        graded.notes.append(f"ignored {record.dropped} line{'' if one else 's'} sent back by the notebook that "
+                            f"{'is' if one else 'are'} not the runner's records")
     return graded
 
 

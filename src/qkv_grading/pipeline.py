@@ -11,19 +11,24 @@ Run from the repository (``make release``, ``make grade SUBMISSIONS=...``) or di
 two steps:
 
 1. the pure step, in a sandbox (:mod:`qkv_grading.sandbox`): the submission's cells run
-   with the givens of the variant of the id it is filed under, and the answers come
-   back as JSON. Submissions run side by side on the local cores, or on the workers
-   of a Dask cluster (``--dask ADDRESS``);
-2. the trusted step, in this process only, as each result arrives: every check judged
-   by qkv (:mod:`qkv_grading.judging`), the points written to nbgrader's gradebook
+   with the givens of the variant it is graded with, and its run record comes back as
+   plain bytes (:mod:`qkv_grading.run_record`). Submissions run side by side on the
+   local cores, or on the workers of a Dask cluster (``--dask ADDRESS``), only a few
+   more at a time than there are sandboxes, so that memory does not grow with the class;
+2. the trusted step, in this process only, as each record arrives (:class:`Grading`):
+   the record decoded within its bounds and time budget, every check judged by qkv
+   (:mod:`qkv_grading.judging`), the points written to nbgrader's gradebook
    (:mod:`qkv_grading.gradebook`), the autograded notebook and the feedback page
-   written (:mod:`qkv_grading.feedback`).
+   written (:mod:`qkv_grading.feedback`), the record added to the journal; then the
+   record is dropped.
 
 Then ``grades.csv`` is exported and a table of scores printed, with the reason for
 every submission that could not be fully run. A submission that cannot be graded
-at all (not a notebook, no notebook of the right name) gets 0 points and its reason;
-none ever stops the others. A run that is stopped keeps every grade written so far,
-and the next run takes up where it stopped (:mod:`qkv_grading.journal`).
+at all (not a notebook, no notebook of the right name, a record refused) gets 0
+points and its reason; none ever stops the others. A run that is stopped keeps every
+grade written so far, and the next run takes up where it stopped, reading the journal
+one record at a time (:mod:`qkv_grading.journal`). Every line printed goes through
+:func:`~qkv_grading.safe_text.for_terminal`: no text of a student reaches the terminal raw.
 """
 
 from __future__ import annotations
@@ -307,17 +312,30 @@ def run_jobs(tasks: Iterable[Task], limits: sandbox.Limits, workers: int,
         try:
             while True:
                 while len(running) < 2 * workers and (task := next(tasks, None)) is not None:
-                    running[pool.submit(sandbox.run_job, task.job, limits.as_dict())] = task
+                    running[pool.submit(_timed_run_job, task.job, limits.as_dict())] = task
                     task.job = None
                 if not running:
                     return
                 finished, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
                 for future in finished:
-                    yield running.pop(future), _result_of(future)
+                    task = running.pop(future)
+                    try:
+                        data, seconds = future.result()
+                        task.sub.trusted_seconds += seconds
+                    except Exception:
+                        data = _result_of(future)
+                    yield task, data
         finally:  # stopped (Ctrl-C) or done: nothing still waiting runs, nothing still running goes on
             for future in running:
                 future.cancel()
             sandbox.STOP.set()
+
+
+def _timed_run_job(job: dict, limits: dict) -> tuple[bytes, float]:
+    """:func:`sandbox.run_job` in this process, and the CPU time its thread spent (reading the channel)."""
+    started = time.thread_time()
+    data = sandbox.run_job(job, limits)
+    return data, time.thread_time() - started
 
 
 def _result_of(future) -> bytes:
@@ -482,10 +500,12 @@ class Grading:
             data = self.journals[sub.problem_set].record(offset) if offset is not None else None
             if data is not None:
                 budget = run_record.Budget(self.bounds.judging_seconds)
+                started = time.thread_time()
                 try:
                     record = run_record.decode(data, self.bounds, budget)
                 except run_record.RecordRefused:  # a journal of another version: run it again
                     record = None
+                sub.trusted_seconds += time.thread_time() - started
                 if record is not None:
                     self.finish(task, record, budget, from_journal=True)
                     continue
@@ -510,10 +530,14 @@ class Grading:
         run again later, or reported as the machine's failure."""
         sub = task.sub
         budget = run_record.Budget(self.bounds.judging_seconds)
+        started = time.thread_time()
         try:
             record = run_record.decode(data, self.bounds, budget)
         except run_record.RecordRefused as err:
-            self.finish(task, None, budget, refused=str(err))
+            record, refused = None, str(err)
+        sub.trusted_seconds += time.thread_time() - started
+        if record is None:
+            self.finish(task, None, budget, refused=refused)
             return
         if record.status == "sandbox_failed":
             self.failed_machinery += 1
@@ -608,7 +632,10 @@ def _summary(subs: list[Submission], seconds: float, out: Printer) -> None:
         for note in sub.notes:
             out(f"{'':<{width}}    ! {note}")
     attention = [s for s in subs if s.notes]
+    costly = max(subs, key=lambda s: s.trusted_seconds)
     out("")
+    out(f"This process spent {sum(s.trusted_seconds for s in subs):.1f} s of CPU on the submissions (reading, "
+        f"judging, writing), at most {costly.trusted_seconds:.2f} s on one ({costly.student}, {costly.problem_set}).")
     out(f"Graded {len(subs)} submission{'s' if len(subs) != 1 else ''} in {seconds:.1f} s "
         f"({seconds / len(subs):.2f} s each); "
         f"{len(attention)} need a look (marked !), {sum(not s.gradable for s in subs)} could not be run "

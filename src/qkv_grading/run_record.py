@@ -65,7 +65,7 @@ class Bounds:
     depth: int = 40  # levels of nesting of lists and objects
     string_chars: int = 100_000  # characters of one string
     items: int = 1_000_000  # items of one list (an array's entries are one list)
-    judging_seconds: float = 10.0  # wall time to decode and judge one submission
+    judging_seconds: float = 10.0  # CPU time of the grading thread to decode and judge one submission
 
 
 class RecordRefused(ValueError):
@@ -77,13 +77,14 @@ class OverBudget(RecordRefused):
 
 
 class Budget:
-    """The time budget of one submission's decoding and judging (:attr:`Bounds.judging_seconds`)."""
+    """The time budget of one submission's decoding and judging (:attr:`Bounds.judging_seconds`), in CPU time
+    of the thread that does it: neither the machine's load nor a suspended process costs a student marks."""
 
     def __init__(self, seconds: float):
-        self.seconds, self.deadline = float(seconds), time.monotonic() + float(seconds)
+        self.seconds, self.deadline = float(seconds), time.thread_time() + float(seconds)
 
     def check(self, doing: str) -> None:
-        if time.monotonic() > self.deadline:
+        if time.thread_time() > self.deadline:
             raise OverBudget(f"decoding and judging what it handed back took more than {self.seconds:g} s "
                              f"(while {doing})")
 

@@ -1,9 +1,9 @@
 """The grading sandbox: run one submission's cells in bubblewrap, with nothing of the course in view.
 
 :func:`run_job` is the pure step of grading: a function of plain data (the job that
-:mod:`qkv_grading.jobs` builds, and the :class:`Limits`) that returns plain data (the
-lines the runner wrote), so that it runs the same in a thread, in another process or
-on a Dask worker. It starts ``bwrap`` (Debian's ``bubblewrap``) with:
+:mod:`qkv_grading.jobs` builds, and the :class:`Limits`) that returns plain bytes (the
+run record, :mod:`qkv_grading.run_record`), so that it runs the same in a thread, in
+another process or on a Dask worker. It starts ``bwrap`` (Debian's ``bubblewrap``) with:
 
 - the base Python (``sys.base_prefix``) and ``/usr`` read-only, the base Python's own
   ``site-packages`` hidden;
@@ -13,7 +13,8 @@ on a Dask worker. It starts ``bwrap`` (Debian's ``bubblewrap``) with:
 - read-only at ``/sandbox/lib``: the runner (:mod:`qkv_grading.sandbox_runner`) and a
   stub ``qkv_exercises`` (:mod:`qkv_grading.sandbox_stub` and ``answers.py``);
 - at ``/job``, its working folder: an empty tmpfs of its own, bounded in size; the job
-  comes in on standard input, the answers go out on standard output;
+  comes in on standard input one cell at a time, the answers go out on standard output
+  (:mod:`qkv_grading.channel`);
 - no network (a network namespace of its own), its own process, IPC and host-name
   namespaces, a new session (no terminal to write into);
 - limits: wall time per notebook (the process is killed, and with it every process it
@@ -34,11 +35,8 @@ import fcntl
 import functools
 import hashlib
 import importlib.metadata
-import json
 import os
-import selectors
 import shutil
-import signal
 import subprocess
 import sys
 import sysconfig

@@ -237,12 +237,12 @@ def backward(model: InductionModel, batch: InductionBatch) -> tuple[float, dict[
 @dataclass(frozen=True, eq=False)
 class TrainingRun:
     """A trained model, its configuration, the loss of every step (``losses`` ``(steps,)``) and, when
-    known, how long the training took (``seconds``, on the machine that ran it)."""
+    known, the CPU time the training took (``cpu_seconds``, on the machine that ran it)."""
 
     model: InductionModel
     config: InductionConfig
     losses: np.ndarray
-    seconds: float | None = None
+    cpu_seconds: float | None = None
 
 
 def train(config: InductionConfig = InductionConfig(), *, steps: int | None = None,
@@ -269,15 +269,15 @@ def train(config: InductionConfig = InductionConfig(), *, steps: int | None = No
     return TrainingRun(model, config, losses)
 
 
-def save(run: TrainingRun, path, seconds: float | None = None) -> None:
+def save(run: TrainingRun, path) -> None:
     """Write the weights, the loss curve and the configuration to one safetensors file."""
     from safetensors.numpy import save_file
 
     tensors = {name: np.ascontiguousarray(array) for name, array in run.model.parameters().items()}
     tensors["losses"] = run.losses
     metadata = {"config": json.dumps(asdict(run.config), sort_keys=True)}
-    if seconds is not None:
-        metadata["training_seconds"] = f"{seconds:.1f}"
+    if run.cpu_seconds is not None:
+        metadata["training_cpu_seconds"] = f"{run.cpu_seconds:.1f}"
     save_file(tensors, str(path), metadata=metadata)
 
 
@@ -286,8 +286,8 @@ def load_induction_model(path=WEIGHTS_FILE) -> TrainingRun:
     tensors, metadata = read_safetensors(path)
     config = InductionConfig(**json.loads(metadata["config"]))
     losses = read_only(tensors.pop("losses"))
-    seconds = float(metadata["training_seconds"]) if "training_seconds" in metadata else None
-    return TrainingRun(InductionModel.from_parameters(tensors), config, losses, seconds)
+    cpu_seconds = float(metadata["training_cpu_seconds"]) if "training_cpu_seconds" in metadata else None
+    return TrainingRun(InductionModel.from_parameters(tensors), config, losses, cpu_seconds)
 
 
 def ablate(model: InductionModel, layer: int, head: int) -> InductionModel:
