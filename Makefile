@@ -59,13 +59,14 @@ browser:
 		echo "The browser test needs Debian's Chromium and a CJK font: sudo apt-get install chromium fonts-wqy-microhei"; exit 1; \
 	fi
 
-# Grading runs every submission in a bubblewrap sandbox (Debian's bubblewrap).
+# Grading runs every submission in a bubblewrap sandbox (Debian's bubblewrap) with a seccomp filter
+# that libseccomp compiles (Debian's libseccomp2).
 sandbox:
-	@if command -v bwrap >/dev/null; then :; \
+	@if command -v bwrap >/dev/null && ldconfig -p | grep -q libseccomp.so.2; then :; \
 	elif [ "$$(id -u)" = 0 ]; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap libseccomp2; \
 	else \
-		echo "Grading needs bubblewrap (bwrap): sudo apt-get install bubblewrap"; exit 1; \
+		echo "Grading needs bubblewrap (bwrap) and libseccomp: sudo apt-get install bubblewrap libseccomp2"; exit 1; \
 	fi
 
 release: $(INSTALLED)

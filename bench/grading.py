@@ -12,7 +12,9 @@ with one answer left out). Then, on the same submissions:
   collect, every notebook in a sandbox, judging, gradebook, feedback pages and grades.csv;
 - ``nbgrader``: plain ``nbgrader autograde <ps> --force`` (no feedback, no export) in a
   second copy of the course with the same submissions, scores read with ``nbgrader export``;
-- ``--dask``: the course's command on a local Dask cluster of two worker processes.
+- ``--dask``: the course's command on a Dask cluster over TLS of two worker processes on
+  127.0.0.1 (as the instructors' page sets one up, the workers as this user), and whether
+  it gives every student the same score as the local run.
 
 Each figure is the wall time of the whole command, so the start-up of Python and nbgrader
 is in it, and beside it the grading process's own peak memory (its maximum resident set,
@@ -29,6 +31,7 @@ the machine slows both commands. Prints the figures; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import os
@@ -150,6 +153,45 @@ def hostile_figures(course: Course, folder: Path, clean: int) -> None:
     print(f"  the grading process's peak memory: {mib(report['peak_bytes'])}")
 
 
+@contextlib.contextmanager
+def tls_cluster(where: Path, workers: int):
+    """A scheduler and ``workers`` worker processes on 127.0.0.1, set up as the instructors' page says
+    (certificates from ``python -m qkv_grading certificates``, TLS both ways); yields its address and
+    the grader's certificates."""
+    from distributed import Client
+
+    from qkv_grading import cluster
+
+    made = cluster.make_certificates(where / "certificates", ("127.0.0.1",))
+    dask = str(Path(sys.executable).parent / "dask")
+
+    def tls(role: str) -> list[str]:
+        return ["--tls-ca-file", str(made[role] / "ca.pem"), "--tls-cert", str(made[role] / f"{role}.pem"),
+                "--tls-key", str(made[role] / f"{role}-key.pem")]
+
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    started = [subprocess.Popen([dask, "scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port", "0",
+                                 "--no-dashboard", "--scheduler-file", str(where / "scheduler.json"), *tls("scheduler")],
+                                env={**os.environ, "DASK_CONFIG": str(made["scheduler"])}, **quiet)]
+    try:
+        while not (where / "scheduler.json").is_file():
+            time.sleep(0.2)
+        address = json.loads((where / "scheduler.json").read_text())["address"]
+        (where / "scratch").mkdir(mode=0o700)
+        for _ in range(workers):
+            started.append(subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--host", "127.0.0.1",
+                                             "--no-dashboard", "--local-directory", str(where / "scratch"),
+                                             *tls("worker")], env={**os.environ, "DASK_CONFIG": str(made["worker"])},
+                                            **quiet))
+        with Client(address, security=cluster.security(made["grader"]), timeout=60) as client:
+            client.wait_for_workers(workers, timeout=300)
+        yield address, made["grader"]
+    finally:
+        for process in reversed(started):
+            process.terminate()
+            process.wait()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=200, help="class size of the comparison with nbgrader")
@@ -190,17 +232,14 @@ def main() -> int:
                 print(f"  the course's command is {nbgrader_s / course_s:.2f} times as fast; same scores for every "
                       f"student: {'yes' if same else 'NO'}")
         if args.dask:
-            from distributed import LocalCluster
-
-            with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                              dashboard_address="127.0.0.1:0") as cluster:
+            local = scores(ours.root / "grades.csv", ps)
+            with tls_cluster(tmp / "cluster", workers=2) as (address, grader):
                 for attempt in range(args.repeat):
-                    seconds, _ = course_command(ours, folder, ("--dask", cluster.scheduler_address))
-                    print(f"  course on a local Dask cluster (2 workers) {seconds:7.1f} s  {seconds / n:5.2f} s per "
-                          f"notebook  ({load()})")
-                    if nbgrader_times:
-                        same = scores(ours.root / "grades.csv", ps) == scores(theirs.root / "export.csv", ps)
-                        print(f"    same scores as nbgrader: {'yes' if same else 'NO'}")
+                    seconds, _ = course_command(ours, folder, ("--dask", address, "--certificates", str(grader)))
+                    print(f"  course on a Dask cluster over TLS (2 workers) {seconds:7.1f} s  {seconds / n:5.2f} s "
+                          f"per notebook  ({load()})")
+                    same = scores(ours.root / "grades.csv", ps) == local
+                    print(f"    same scores as the local run for every student: {'yes' if same else 'NO'}")
         sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
         if sizes:
             print("\nThe course's command by class size (start-up: its time on an empty folder):")

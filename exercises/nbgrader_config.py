@@ -31,10 +31,12 @@ c.Execute.timeout = 20
 # one submission may use in all. A notebook still running after notebook_seconds is
 # stopped, with every process it started; its answers computed before then still count.
 c.Sandbox.notebook_seconds = 60
+c.Sandbox.sandbox_memory = 2 << 30  # bytes of memory of the sandbox as a whole (a cgroup, where there is one)
 c.Sandbox.memory = 1 << 30        # bytes of address space of each process
-c.Sandbox.processes = 8           # so one notebook holds at most 8 GiB
+c.Sandbox.processes = 8           # without a cgroup, one notebook holds at most 8 GiB
 c.Sandbox.file_size = 16 << 20    # bytes of any one file it writes
 c.Sandbox.workspace = 64 << 20    # bytes of its working folder in all
+c.Sandbox.shared_memory = 16 << 20  # bytes of its /dev/shm in all
 
 # Feedback shows each test's message but never the text of a hidden test, nor its traceback.
 c.GenerateFeedback.preprocessors = [

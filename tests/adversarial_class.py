@@ -7,24 +7,45 @@ sends hostile data back. The session fixture :func:`adversarial_class` (register
 ``tests/conftest.py``) grades the class three times with ``python -m qkv_grading grade``: then
 ``--fresh`` (every notebook runs again), then once more without (every record comes from the
 journal), and keeps what each run printed, graded, wrote and cost (the grading process's peak
-memory and CPU time).
+memory and CPU time). Its runs use a temp folder in which another local user planted, before,
+what the grader once made there under predictable names (:func:`planted_temp_folder`), and
+the first run has another course graded beside it, at the same time (:func:`another_course`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
 import socket
+import subprocess
 import threading
 
 import numpy as np
 import pytest
 
-from qkv import examples
+from qkv_exercises import variants
 from qkv_exercises.identity import student_variant
 
+from qkv_grading.pipeline import nbgrader_env
+
 from .exercise_support import ROOT, points, source_notebook
-from .grading_support import PROBE, PS2, grading, hand_in, probe_course, read_grades, released, source_of, with_cells
+from .grading_support import (
+    PROBE,
+    PS2,
+    grading,
+    grading_command,
+    hand_in,
+    probe_course,
+    read_grades,
+    released,
+    sandbox_processes,
+    source_of,
+    with_cells,
+)
+from .local_users import NEIGHBOUR, local_user, run_as
+from .sandbox_attacks import ATTACKS
 from .hostile_data import data_attacks
 
 TIMEOUT = "12"  # seconds per notebook in these runs
@@ -72,7 +93,7 @@ def attacks(course, listener_port) -> dict:
     writes = "\n".join(f"try:\n    open({str(t)!r}, 'w').write('tampered')\n    print('WROTE', {str(t)!r})\n"
                        f"except Exception as err:\n    print('could not write:', type(err).__name__)" for t in targets)
     # honest_a's answers, typed in by hand: right for honest_a's numbers only
-    theirs = examples.q1_example(student_variant(PS2, "honest_a"))
+    theirs = variants.q1_example(student_variant(PS2, "honest_a"))
     copied = np.round(theirs.Q @ theirs.K.T, 2).tolist()
     return {
         "patcher": (PS2, with_cells(blank, {"answer_scores_q1": (
@@ -122,9 +143,11 @@ def attacks(course, listener_port) -> dict:
             f"subprocess.Popen(['sh', '-c', 'sleep 20; echo tampered > {course / 'grades.csv'}'],"
             " start_new_session=True)\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(600)\n"
             "scores_q1 = None")}), {}, 0, []),
-        "sleeper": (PS2, with_cells(solution, {g: "import time\ntime.sleep(10)\n" + _answer(solution, g)
-                                               for g in _answers(solution)}),
-                    {}, None, ["ran past its time limit of 12 s"]),
+        # Its first answer comes at once, every later one after 30 s asleep: whatever the machine's load
+        # (another course is graded beside this class), the first is in time and no other is.
+        "sleeper": (PS2, with_cells(solution, {g: ("import time\ntime.sleep(30)\n" if i else "") + _answer(solution, g)
+                                               for i, g in enumerate(_answers(solution))}),
+                    {}, 1, ["ran past its time limit of 12 s"]),
         "forkbomb": (PS2, with_cells(blank, {"answer_scores_q1": (
             "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass")}),
             {}, 0, ["ran past its time limit"]),
@@ -160,7 +183,16 @@ def attacks(course, listener_port) -> dict:
             "    except Exception as err:\n        print('no checks:', err)\n    return None")}), {}, 0, []),
         "probe_wrong": (PROBE, with_cells(probe_solution, {"answer_softmax": (
             "def softmax(x):\n    return np.exp(x)  # not normalised")}), {}, 2, []),
+        **sandbox_attackers(blank),
     }
+
+
+def sandbox_attackers(blank: dict) -> dict:
+    """Blank hand-ins whose first answer attacks the sandbox itself (:mod:`tests.sandbox_attacks`)."""
+    escape = "\n".join(ATTACKS[name] for name in ("user namespace", "kernel keys", "writable places"))
+    return {"escaper": (PS2, with_cells(blank, {"answer_scores_q1": escape + "\nscores_q1 = None"}), {}, 0, []),
+            "lingerer": (PS2, with_cells(blank, {"answer_scores_q1": ATTACKS["left behind"] + "\nscores_q1 = None"}),
+                         {}, 0, [])}
 
 
 def _answers(nb) -> list[str]:
@@ -212,10 +244,20 @@ def adversarial_class(tmp_path_factory):
                course / "nbgrader_config.py"]
     before = {str(p): digest(p) for p in watched}
     sources_before = sorted(p.name for p in (course / "source" / PS2).iterdir())
+    shared_tmp = planted_temp_folder(course.parent)
+    other = another_course(course, tmp_path_factory.mktemp("another-course"))
     runs = []
     for number, extra in enumerate(((), ("--fresh",), ())):
         usage = course.parent / f"usage-{number}.json"
-        result = grading(course, "grade", str(folder), "--timeout", TIMEOUT, *extra, usage=usage)
+        beside = None if number else subprocess.Popen(  # another course graded at the same time on this machine
+            grading_command(other["course"], "grade", str(other["folder"]), "--timeout", TIMEOUT),
+            cwd=other["course"].parent, env=nbgrader_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        result = grading(course, "grade", str(folder), "--timeout", TIMEOUT, *extra, usage=usage,
+                         env={"TMPDIR": str(shared_tmp)})
+        if beside is not None:
+            out, err = beside.communicate(timeout=900)
+            other["result"] = subprocess.CompletedProcess(beside.args, beside.returncode, out, err)
+            other["grades"] = read_grades(other["course"] / "grades.csv")
         grades = read_grades(course / "grades.csv") if (course / "grades.csv").is_file() else {}
         pages = {p.parent.parent.name + "/" + p.parent.name: p.read_text(encoding="utf-8")
                  for p in (course / "feedback").glob("*/*/*.html")}
@@ -224,6 +266,49 @@ def adversarial_class(tmp_path_factory):
                      "classmate": (course / "submitted" / "honest_a" / PS2 / f"{PS2}.ipynb").read_bytes()})
     listener.close()
     return {"course": course, "cases": cases, "runs": runs, "before": before, "watched": watched,
-            "sources_before": sources_before, "folder": folder, "accepted": listener.accepted}
+            "sources_before": sources_before, "folder": folder, "accepted": listener.accepted, "tmp": shared_tmp,
+            "other": other, "left_over": sandbox_processes()}
 
 
+VICTIM = "the instructor's own file"
+PLANTED_RUNNER = "import sys\nprint('{\"done\": true}')\nsys.exit(0)\n"  # would hand back no answer for anyone
+
+
+def planted_temp_folder(where) -> "os.PathLike":
+    """A temp folder shared with another local user (sticky, as /tmp is), in which that user planted,
+    before grading, what the grader once made there under predictable names: a folder of lock files
+    that are links to a file of root's, and a runtime folder with a runner of their own."""
+    from qkv_grading import sandbox
+
+    shared = where / "shared-tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    victim = where / "victim.txt"
+    victim.write_text(VICTIM, encoding="utf-8")
+    if os.geteuid() != 0:
+        return shared  # no other user to plant anything
+    names = {"qkv_runner.py": "qkv_runner.py", "qkv_exercises/__init__.py": "qkv_exercises/__init__.py",
+             "qkv_exercises/answers.py": "qkv_exercises/answers.py"}
+    files = {name: dict(sandbox.runtime_files())[f"{sandbox.LIB}/{name}"] for name in names}
+    named = hashlib.sha256(b"".join(n.encode() + d for n, d in sorted(files.items()))).hexdigest()[:16]
+    runtime = f"qkv-grading-runtime-{os.geteuid()}-{named}"
+    script = (f"mkdir -m 0755 qkv-grading-slots-0 {runtime} {runtime}/qkv_exercises && "
+              f"for n in $(seq 1 64); do ln -s {victim} qkv-grading-slots-0/$n.lock; done && "
+              f"printf '%s' \"$RUNNER\" > {runtime}/qkv_runner.py && touch {runtime}/qkv_exercises/__init__.py")
+    neighbour = local_user(NEIGHBOUR)
+    done = run_as(neighbour, ["/bin/sh", "-c", f"cd {shared} && {script}"], reachable=[shared],
+                  env={"RUNNER": PLANTED_RUNNER}, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return shared
+
+
+def another_course(course, where) -> dict:
+    """A second course (a copy of the released one) with a class of its own: an honest student and two
+    who attack the sandbox."""
+    other = where / "course"
+    shutil.copytree(course, other, ignore=shutil.ignore_patterns("submitted", "autograded", "feedback", ".grading"))
+    folder = where / "hand-ins"
+    hand_in(folder, "honest_c", PS2, source_of(PS2))
+    for student, (ps, nb, *_) in sandbox_attackers(released(other, PS2)).items():
+        hand_in(folder, student, ps, nb)
+    return {"course": other, "folder": folder}

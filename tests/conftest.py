@@ -33,3 +33,4 @@ def built_site(tmp_path_factory) -> Path:
 
 
 from .adversarial_class import adversarial_class  # noqa: E402, F401 (the session's adversarial class)
+from .cluster_support import grading_cluster  # noqa: E402, F401 (the session's TLS Dask cluster)

@@ -90,12 +90,17 @@ def probe_course(where: Path) -> Path:
     return course
 
 
-def grading(course: Path, *args: str, timeout: float = 900, usage: Path | None = None) -> subprocess.CompletedProcess:
+def grading_command(course: Path, *args: str, usage: Path | None = None) -> list[str]:
     """``python -m qkv_grading --course COURSE ARGS``, with the probe problem set known; with ``usage``, the
     grading process writes its own peak memory and CPU time there (JSON) as it exits."""
-    return subprocess.run([sys.executable, "-c", LAUNCH, str(PROBE_FOLDER), str(usage or "-"), "--course", str(course),
-                           *args], cwd=course.parent, env=nbgrader_env(), capture_output=True, text=True,
-                          timeout=timeout)
+    return [sys.executable, "-c", LAUNCH, str(PROBE_FOLDER), str(usage or "-"), "--course", str(course), *args]
+
+
+def grading(course: Path, *args: str, timeout: float = 900, usage: Path | None = None,
+            env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run :func:`grading_command` (``env`` over the environment nbgrader needs)."""
+    return subprocess.run(grading_command(course, *args, usage=usage), cwd=course.parent,
+                          env={**nbgrader_env(), **(env or {})}, capture_output=True, text=True, timeout=timeout)
 
 
 def source_of(problem_set: str) -> dict:
@@ -144,17 +149,12 @@ def read_grades(csv_path: Path) -> dict[tuple[str, str], float]:
     return {(row[index["student_id"]], row[index["assignment"]]): float(row[index["score"]] or 0) for row in rows[1:]}
 
 
-def sandbox_processes() -> list[int]:
-    """Processes of the sandboxes' users (uid 60001 ... 60064) still alive on this machine."""
-    alive = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if 60000 < entry.stat().st_uid <= 60064:
-                    alive.append(int(entry.name))
-            except OSError:
-                pass
-    return alive
+def sandbox_processes() -> dict[int, list[int]]:
+    """Processes left under a sandbox identity that no grader holds (another course graded meanwhile
+    on this machine holds its own, and is not counted)."""
+    from qkv_grading import identities
+
+    return identities.leftover_processes()
 
 
 def student_lines(stdout: str, student: str) -> list[str]:

@@ -63,3 +63,10 @@ def test_the_page_names_the_previous_token_head_and_the_induction_heads(built_si
     text = page_text(built_site.joinpath(*PAGE))
     assert re.search(r"Layer 1, head \d is a previous-token head", text)
     assert "two induction heads" in text or "induction head(s)" in text
+
+
+def test_no_number_on_the_page_is_shown_as_a_numpy_repr(built_site):
+    """An {eval} of a numpy scalar shows np.int64(512); the prose shows 512."""
+    text = page_text(built_site.joinpath(*PAGE))
+    shown = re.findall(r".{30}np\.(?:int|float)\d+\(.{10}", text)
+    assert not shown, f"numpy reprs on the page: {shown}"

@@ -63,21 +63,26 @@ def test_a_list_that_strays_from_the_sidebar_is_named_for_what_is_wrong(items, s
 def test_a_chapter_names_its_problem_set_in_its_practise_paragraph():
     source = "## Summary\n\n- a point\n\n**Practise:** problem set 2 (`ps2_scaled_dot_product`), by hand.\n"
     assert chapter_order.practised_problem_set(source) == "ps2_scaled_dot_product"
-    assert chapter_order.practised_problem_set("# Notation\n\nNo exercises here.\n") is None
+    assert chapter_order.practised_problem_set("**Practise:** problem set 13, still being written.\n") is None
+    assert chapter_order.practised_problem_set("# Notation\n\nNo exercises here.\n") is chapter_order.NO_PRACTISE
     with pytest.raises(ValueError, match="names 2 problem sets"):
         chapter_order.practised_problem_set("**Practise:** (`ps1_qkv`) and (`ps2_scaled_dot_product`).\n")
 
 
-def test_every_chapter_after_the_first_practises_one_problem_set_and_every_set_has_its_chapter():
-    """What the home page promises and the downloads table's order relies on, read from the sources."""
+def practised_in_sources() -> dict[str, str]:
+    """``{problem set: its first chapter}``, read here from the chapters' sources in the sidebar's order."""
     practised = {}
     for place, chapter in enumerate(learn_chapters()):
         name = chapter_order.practised_problem_set((ROOT / f"{chapter}.md").read_text(encoding="utf-8"))
-        assert (name is None) == (place == 0), f"{chapter}: practises {name!r}"
-        if name:
-            practised[chapter] = name
-    assert sorted(practised.values()) == sorted(Course(ROOT / "exercises").problem_sets())
-    assert len(set(practised.values())) == len(practised), practised
+        assert (name is chapter_order.NO_PRACTISE) == (place == 0), f"{chapter}: practises {name!r}"
+        if isinstance(name, str):
+            practised.setdefault(name, chapter)
+    return practised
+
+
+def test_every_chapter_after_the_first_ends_with_practise_and_every_set_has_its_chapter():
+    """What the home page promises and the downloads table's order relies on, read from the sources."""
+    assert sorted(practised_in_sources()) == sorted(Course(ROOT / "exercises").problem_sets())
 
 
 def internal_links(html: str) -> list[str]:
@@ -101,6 +106,4 @@ def test_the_downloads_table_lists_the_problem_sets_in_the_order_of_their_chapte
     table = re.search(r'<table class="[^"]*problem-sets.*?</table>', html, flags=re.S)
     assert table, "the Exercises page has no downloads table"
     listed = re.findall(r"exercises/(ps\d+_\w+)\.zip", table.group(0))
-    in_chapter_order = [chapter_order.practised_problem_set((ROOT / f"{c}.md").read_text(encoding="utf-8"))
-                        for c in learn_chapters()[1:]]
-    assert list(dict.fromkeys(listed)) == in_chapter_order
+    assert list(dict.fromkeys(listed)) == list(practised_in_sources())

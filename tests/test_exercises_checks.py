@@ -60,6 +60,31 @@ from qkv_exercises.functions import (
     softmax_call,
     split_call,
 )
+from qkv_exercises.problem_sets.ps3_sqrt_dk_slips import SCALED_BY_SQRT_ONCE, SCALING_NOT_APPLIED
+from qkv_exercises.problem_sets.ps3_sqrt_dk_slips import VARIANCE_GIVEN, VARIANCE_NOT_SQUARED
+from qkv_exercises.problem_sets.ps4_single_head_slips import WRONG_AXIS
+from qkv_exercises.problem_sets.ps5_multi_head_slips import HEADS_IN_WRONG_ORDER
+from qkv_exercises.problem_sets.ps5_multi_head_slips import HEADS_STACKED_AS_ROWS
+from qkv_exercises.problem_sets.ps6_maps_slips import GRID_FILLED_BY_COLUMNS, ONE_BASED_POSITION
+from qkv_exercises.problem_sets.ps6_maps_slips import ROW_AND_COLUMN_SWAPPED
+from qkv_exercises.problem_sets.ps10_online_softmax_slips import BITS_NOT_BYTES
+from qkv_exercises.problem_sets.ps10_online_softmax_slips import BLOCK_MAX_AS_RUNNING_MAX
+from qkv_exercises.problem_sets.ps10_online_softmax_slips import BYTES_FORGOTTEN, EVERY_HEAD_COUNTED
+from qkv_exercises.problem_sets.ps10_online_softmax_slips import GB_NOT_GIB, GROWTH_LINEAR
+from qkv_exercises.problem_sets.ps10_online_softmax_slips import HEADS_FORGOTTEN, MAX_NOT_SUBTRACTED
+from qkv_exercises.problem_sets.ps10_online_softmax_slips import MIB_NOT_GIB, N_NOT_SQUARED
+from qkv_exercises.problem_sets.ps10_online_softmax_slips import RESCALE_EXPONENT_FLIPPED
+from qkv_exercises.problem_sets.ps10_online_softmax_slips import RESCALE_FORGOTTEN
+from qkv_exercises.problem_sets.ps10_online_softmax_slips import TERMS_FROM_BLOCK_MAX
+from qkv_exercises.problem_sets.ps10_online_softmax_slips import WEIGHTS_NOT_FINAL_SUM
+from qkv_exercises.problem_sets.ps10_online_softmax_slips import WEIGHTS_WITH_STALE_MAX
+from qkv_exercises.problem_sets.ps10_online_softmax_slips import WRONG_BYTES_PER_NUMBER
+from qkv_exercises.problem_sets.ps11_soft_lookup_slips import DISTANCE_NOT_SQUARED
+from qkv_exercises.problem_sets.ps11_soft_lookup_slips import DOT_PRODUCT_WEIGHTS
+from qkv_exercises.problem_sets.ps11_soft_lookup_slips import EXPONENTS_NOT_EXTENDED, HALF_FORGOTTEN
+from qkv_exercises.problem_sets.ps11_soft_lookup_slips import KEY_TERM_SIGN, MINUS_SIGN_FORGOTTEN
+from qkv_exercises.problem_sets.ps11_soft_lookup_slips import NO_SIGMA_SCALE, PLAIN_MEAN
+from qkv_exercises.problem_sets.ps11_soft_lookup_slips import SIGMA_NOT_SQUARED
 
 from .notebook_support import outcomes_of
 from .seeds import SEED_000, SEED_000_O_CONCAT, SEED_002_Q1_OUTPUT, SEED_002_Q1_WEIGHTS, SEED_002_SOFTMAX_MODERATE
@@ -177,10 +202,10 @@ def test_heads_in_the_wrong_order_stacked_or_w_o_transposed_are_named():
     heads, W_O = EXAMPLE.heads, EXAMPLE.W_O
     swapped = np.hstack([O2, O1])
     concat = expect_multi_head_step("O_concat", X, heads, W_O, name="O_concat")
-    assert fails(concat, swapped).endswith(slips.HEADS_IN_WRONG_ORDER.advice)
-    assert fails(concat, np.vstack([O1, O2])).endswith(slips.HEADS_STACKED_AS_ROWS.advice)
+    assert fails(concat, swapped).endswith(HEADS_IN_WRONG_ORDER.advice)
+    assert fails(concat, np.vstack([O1, O2])).endswith(HEADS_STACKED_AS_ROWS.advice)
     mixing = expect_multi_head_step("Y", X, heads, W_O_MIXING, name="Y")
-    assert fails(mixing, swapped @ W_O_MIXING).endswith(slips.HEADS_IN_WRONG_ORDER.advice)
+    assert fails(mixing, swapped @ W_O_MIXING).endswith(HEADS_IN_WRONG_ORDER.advice)
     assert fails(mixing, O_CONCAT @ W_O_MIXING.T).endswith(slips.W_O_TRANSPOSED.advice)
 
 
@@ -194,11 +219,11 @@ def test_softmax_slips_are_named(answer, slip):
 
 def test_variance_slips_are_named():
     assert fails(expect_dot_product_variance(64, 1.0), 8).endswith(slips.STANDARD_DEVIATION_GIVEN.advice)
-    assert fails(expect_dot_product_variance(64, 1.0, scaled=True), 64).endswith(slips.SCALING_NOT_APPLIED.advice)
-    assert fails(expect_dot_product_variance(64, 1.0, scaled=True), 8).endswith(slips.SCALED_BY_SQRT_ONCE.advice)
-    assert fails(expect_typical_size(64, 1.0), 64).endswith(slips.VARIANCE_GIVEN.advice)
+    assert fails(expect_dot_product_variance(64, 1.0, scaled=True), 64).endswith(SCALING_NOT_APPLIED.advice)
+    assert fails(expect_dot_product_variance(64, 1.0, scaled=True), 8).endswith(SCALED_BY_SQRT_ONCE.advice)
+    assert fails(expect_typical_size(64, 1.0), 64).endswith(VARIANCE_GIVEN.advice)
     # components of variance 2: each product has variance 2 * 2, not 2
-    assert fails(expect_dot_product_variance(36, 2.0), 72).endswith(slips.VARIANCE_NOT_SQUARED.advice)
+    assert fails(expect_dot_product_variance(36, 2.0), 72).endswith(VARIANCE_NOT_SQUARED.advice)
     passes(expect_dot_product_variance(36, 2.0), 144)
     passes(expect_typical_size(36, 2.0), 12)
     passes(expect_dot_product_variance(36, 2.0, scaled=True), 4)
@@ -220,11 +245,11 @@ def test_patch_grid_slips_are_named():
     weights = row_softmax(patches @ patches.T / 2)[4]  # d = 4
     grid = expect_patch_grid(SEED_IMAGE, 2, 4, name="grid")
     passes(grid, weights.reshape(2, 3))
-    assert fails(grid, weights.reshape(3, 2).T).endswith(slips.GRID_FILLED_BY_COLUMNS.advice)
+    assert fails(grid, weights.reshape(3, 2).T).endswith(GRID_FILLED_BY_COLUMNS.advice)
     best = divmod(int(np.argmax(weights)), 3)
     cell = expect_brightest_patch(SEED_IMAGE, 2, 4)
     passes(cell, best)
-    assert fails(cell, best[::-1]).endswith(slips.ROW_AND_COLUMN_SWAPPED.advice)
+    assert fails(cell, best[::-1]).endswith(ROW_AND_COLUMN_SWAPPED.advice)
 
 
 def test_a_position_counted_from_one_is_named():
@@ -232,7 +257,7 @@ def test_a_position_counted_from_one_is_named():
     patches = np.stack([SEED_IMAGE[r:r + 2, c:c + 2].ravel() for r in (0, 2) for c in (0, 2, 4)])
     row, column = divmod(int(np.argmax(row_softmax(patches @ patches[4] / 2))), 3)
     message = fails(expect_brightest_patch(SEED_IMAGE, 2, 4), (row + 1, column + 1))
-    assert message.endswith(f"Likely slip: {slips.ONE_BASED_POSITION.advice}")
+    assert message.endswith(f"Likely slip: {ONE_BASED_POSITION.advice}")
 
 
 def test_a_slip_that_changes_nothing_is_not_named():
@@ -375,7 +400,7 @@ def test_softmax_along_the_wrong_axis_is_named():
     def columns(x, axis=-1):
         return loop_softmax(x, axis=0)
 
-    assert verdict_of(judge_softmax, last_axis_always, SOFTMAX_CALLS[3:4]).message.endswith(slips.WRONG_AXIS.advice)
+    assert verdict_of(judge_softmax, last_axis_always, SOFTMAX_CALLS[3:4]).message.endswith(WRONG_AXIS.advice)
     assert verdict_of(judge_softmax, columns, SOFTMAX_CALLS[1:2]).message.endswith(
         slips.SOFTMAX_OVER_COLUMNS.advice)
 
@@ -568,11 +593,11 @@ def test_the_online_softmax_by_hand_passes():
 
 
 @pytest.mark.parametrize("blocks, t, answer, slip", [
-    (BACKWARDS, 2, [2, E1 + 1 + 1], slips.RESCALE_FORGOTTEN),
-    (BACKWARDS, 2, [2, (E1 + 1) * np.e + 1], slips.RESCALE_EXPONENT_FLIPPED),
-    (FORWARDS, 2, [2, 1 + E1 + 1], slips.TERMS_FROM_BLOCK_MAX),
-    (FORWARDS, 2, [0, 1 + E1 + 1], slips.BLOCK_MAX_AS_RUNNING_MAX),
-    (FORWARDS, 1, [2, np.exp(2) + np.exp(1)], slips.MAX_NOT_SUBTRACTED),
+    (BACKWARDS, 2, [2, E1 + 1 + 1], RESCALE_FORGOTTEN),
+    (BACKWARDS, 2, [2, (E1 + 1) * np.e + 1], RESCALE_EXPONENT_FLIPPED),
+    (FORWARDS, 2, [2, 1 + E1 + 1], TERMS_FROM_BLOCK_MAX),
+    (FORWARDS, 2, [0, 1 + E1 + 1], BLOCK_MAX_AS_RUNNING_MAX),
+    (FORWARDS, 1, [2, np.exp(2) + np.exp(1)], MAX_NOT_SUBTRACTED),
 ])
 def test_each_online_slip_is_named(blocks, t, answer, slip):
     message = fails(expect_online_state(blocks, t), np.round(answer, 2), "state")
@@ -582,16 +607,16 @@ def test_each_online_slip_is_named(blocks, t, answer, slip):
 
 def test_a_rescale_the_wrong_way_round_is_named():
     message = fails(expect_rescale(BACKWARDS, 2), round(np.e, 2), "rescale")
-    assert slips.RESCALE_EXPONENT_FLIPPED.advice in message and "too large" in message
+    assert RESCALE_EXPONENT_FLIPPED.advice in message and "too large" in message
 
 
 def test_weights_divided_by_the_first_blocks_sum_are_named():
     message = fails(expect_online_weights(BACKWARDS, name="w"), np.round(np.exp([-2, -1, 0]) / (E1 + 1), 2), "w")
-    assert slips.WEIGHTS_NOT_FINAL_SUM.advice in message
+    assert WEIGHTS_NOT_FINAL_SUM.advice in message
 
 
 @pytest.mark.parametrize("answer, slip", [
-    (197, slips.N_NOT_SQUARED), (12 * 197**2, slips.EVERY_HEAD_COUNTED),
+    (197, N_NOT_SQUARED), (12 * 197**2, EVERY_HEAD_COUNTED),
 ])
 def test_counting_the_scores_of_vit_base(answer, slip):
     passes(expect_scores_per_head(197, 12), 38809)
@@ -599,9 +624,9 @@ def test_counting_the_scores_of_vit_base(answer, slip):
 
 
 @pytest.mark.parametrize("answer, slip", [
-    (197**2 * 4, slips.HEADS_FORGOTTEN), (12 * 197**2, slips.BYTES_FORGOTTEN),
-    (12 * 197**2 * 32, slips.BITS_NOT_BYTES), (12 * 197**2 * 8, slips.WRONG_BYTES_PER_NUMBER),
-    (12 * 197 * 4, slips.N_NOT_SQUARED),
+    (197**2 * 4, HEADS_FORGOTTEN), (12 * 197**2, BYTES_FORGOTTEN),
+    (12 * 197**2 * 32, BITS_NOT_BYTES), (12 * 197**2 * 8, WRONG_BYTES_PER_NUMBER),
+    (12 * 197 * 4, N_NOT_SQUARED),
 ])
 def test_counting_the_bytes_of_vit_bases_weights(answer, slip):
     passes(expect_weights_bytes(197, 12, "float32"), 1_862_832)
@@ -611,10 +636,10 @@ def test_counting_the_bytes_of_vit_bases_weights(answer, slip):
 
 def test_the_chapters_long_context_takes_64_gib():
     passes(expect_weights_gib(32_768, 32, "float16"), 64)
-    assert slips.GB_NOT_GIB.advice in fails(expect_weights_gib(32_768, 32, "float16"), 68.72)
-    assert slips.MIB_NOT_GIB.advice in fails(expect_weights_gib(32_768, 32, "float16"), 65536)
+    assert GB_NOT_GIB.advice in fails(expect_weights_gib(32_768, 32, "float16"), 68.72)
+    assert MIB_NOT_GIB.advice in fails(expect_weights_gib(32_768, 32, "float16"), 65536)
     passes(expect_memory_growth(2), 4)
-    assert slips.GROWTH_LINEAR.advice in fails(expect_memory_growth(3), 3)
+    assert GROWTH_LINEAR.advice in fails(expect_memory_growth(3), 3)
 
 
 def fold_by_hand(m, l, block):
@@ -649,7 +674,7 @@ def test_wrong_online_functions_are_named():
 
     message = verdict_of(judge_fold_block, not_rescaled, FOLD_CALLS).message
     assert message.startswith("fold_block(1, 1.367879, [2]) is (") or "Likely slip" in message, message
-    assert slips.RESCALE_FORGOTTEN.advice in message
+    assert RESCALE_FORGOTTEN.advice in message
     message = verdict_of(judge_fold_block, lambda m, l, b: max(m, b), FOLD_CALLS, explain_fold_error).message
     assert "max(m, block.max())" in message
     unsubtracted = lambda m, l, b: (max([m, *b]), l + np.exp(b).sum())  # noqa: E731
@@ -663,7 +688,7 @@ def test_wrong_online_functions_are_named():
 
     message = verdict_of(judge_online_softmax, stale, ONLINE_CALLS).message
     assert message.startswith("the weights of online_softmax([[0, 1], [2]])") and \
-        slips.WEIGHTS_WITH_STALE_MAX.advice in message, message
+        WEIGHTS_WITH_STALE_MAX.advice in message, message
     message = verdict_of(judge_online_softmax, lambda blocks: online_by_hand(blocks)[::-1], ONLINE_CALLS).message
     assert "returned second" in message
 
@@ -696,16 +721,16 @@ def test_the_chapters_gaussian_kernel_by_hand_passes():
 
 
 @pytest.mark.parametrize("step, sigma, answer, slip", [
-    ("exponents", 1.0, [0, 1, 0.5], slips.MINUS_SIGN_FORGOTTEN),
-    ("exponents", 1.0, [0, -2, -1], slips.HALF_FORGOTTEN),
-    ("exponents", 0.5, [0, -2, -1], slips.SIGMA_NOT_SQUARED),  # -d / (2 x 0.5), not -d / (2 x 0.25)
-    ("distances", 1.0, [0, 1.41, 1], slips.DISTANCE_NOT_SQUARED),
-    ("weights", 1.0, SEED_002_Q1_WEIGHTS, slips.DOT_PRODUCT_WEIGHTS),
-    ("prediction", 1.0, [0.67, 0.67], slips.PLAIN_MEAN),
-    ("prediction", 1.0, SEED_002_Q1_OUTPUT, slips.DOT_PRODUCT_WEIGHTS),
-    ("extended_scores", 1.0, [1.5, 0.5, 2], slips.KEY_TERM_SIGN),
-    ("extended_scores", 1.0, [0, -1, -0.5], slips.EXPONENTS_NOT_EXTENDED),
-    ("extended_scores", 2.0, [0.5, -0.5, 0], slips.NO_SIGMA_SCALE),
+    ("exponents", 1.0, [0, 1, 0.5], MINUS_SIGN_FORGOTTEN),
+    ("exponents", 1.0, [0, -2, -1], HALF_FORGOTTEN),
+    ("exponents", 0.5, [0, -2, -1], SIGMA_NOT_SQUARED),  # -d / (2 x 0.5), not -d / (2 x 0.25)
+    ("distances", 1.0, [0, 1.41, 1], DISTANCE_NOT_SQUARED),
+    ("weights", 1.0, SEED_002_Q1_WEIGHTS, DOT_PRODUCT_WEIGHTS),
+    ("prediction", 1.0, [0.67, 0.67], PLAIN_MEAN),
+    ("prediction", 1.0, SEED_002_Q1_OUTPUT, DOT_PRODUCT_WEIGHTS),
+    ("extended_scores", 1.0, [1.5, 0.5, 2], KEY_TERM_SIGN),
+    ("extended_scores", 1.0, [0, -1, -0.5], EXPONENTS_NOT_EXTENDED),
+    ("extended_scores", 2.0, [0.5, -0.5, 0], NO_SIGMA_SCALE),
 ])
 def test_each_kernel_slip_is_named(step, sigma, answer, slip):
     message = fails(kernel(step, sigma), answer)
@@ -714,7 +739,7 @@ def test_each_kernel_slip_is_named(step, sigma, answer, slip):
 
 def test_with_sigma_2_no_half_and_sigma_not_squared_are_both_named():
     message = fails(kernel("exponents", 2.0), [0, -0.5, -0.25])  # -d / 4: -d / sigma^2 and -d / (2 sigma) alike
-    assert slips.HALF_FORGOTTEN.advice in message and slips.SIGMA_NOT_SQUARED.advice in message, message
+    assert HALF_FORGOTTEN.advice in message and SIGMA_NOT_SQUARED.advice in message, message
 
 
 def kernel_by_loops(Q, K, sigma):

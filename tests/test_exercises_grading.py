@@ -6,8 +6,8 @@ every other student still gets a grade, and every student has a row in grades.cs
 Also: releasing prints every problem set; a zip downloaded from a learning platform is collected
 by the platform's file names (ids with ``_``, resubmissions, archives inside never unpacked); ids
 that are not safe are refused and the others graded; grades.csv is valid CSV for any id; a grading
-run that is killed keeps its grades and the next run finishes; a Dask cluster of two workers gives
-the same grades as the local run.
+run that is killed keeps its grades and the next run finishes; a Dask cluster of two workers over
+TLS gives the same grades as the local run, and one without TLS is refused.
 """
 
 from __future__ import annotations
@@ -144,18 +144,42 @@ def test_feedback_loads_nothing_from_another_host(broken_batch):
         assert (page.parent / script).resolve().is_file(), f"{script} does not exist next to the feedback"
 
 
-def test_a_dask_cluster_of_two_workers_gives_the_same_grades(broken_batch):
-    """The same class graded again on a local Dask cluster (two worker processes on 127.0.0.1)."""
-    from distributed import LocalCluster
+INTRUDER = """
+import sys, time
+from distributed import Client
+for attempt in range(30):
+    try:
+        client = Client(sys.argv[1], timeout=3)
+        print("CONNECTED", client.submit(sum, [1, 2]).result(timeout=5), list(client.who_has()), flush=True)
+    except Exception as err:
+        print("refused", type(err).__name__, flush=True)
+    time.sleep(0.5)
+"""
 
+
+def test_a_tls_dask_cluster_of_two_workers_gives_the_same_grades(broken_batch, grading_cluster):
+    """The same class graded again on a Dask cluster over TLS (a scheduler and two workers on 127.0.0.1,
+    the workers as an unprivileged user, set up as the instructors' page says)."""
     course, _, folder = broken_batch
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address="127.0.0.1:0") as cluster:
-        result = grading(course, "grade", str(folder), "--timeout", "30", "--fresh", "--dask", cluster.scheduler_address)
+    address = grading_cluster["address"]
+    # Meanwhile a peer without a certificate keeps trying to join, submit work and read results.
+    intruder = subprocess.Popen([sys.executable, "-c", INTRUDER, address], stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True)
+    result = grading(course, "grade", str(folder), "--timeout", "30", "--fresh", "--dask", address,
+                     "--certificates", str(grading_cluster["certificates"] / "grader"))
+    intruder.terminate()
+    tried = intruder.communicate(timeout=60)[0]
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "on the Dask cluster at tcp://127.0.0.1:" in result.stdout
+    assert "on the Dask cluster at tls://127.0.0.1:" in result.stdout
+    assert "refused" in tried and "CONNECTED" not in tried, tried
     grades = {s: score for (s, ps), score in read_grades(course / "grades.csv").items() if ps == PS2}
     assert grades == EXPECTED, result.stdout
+
+
+def test_grading_on_a_cluster_without_tls_is_refused(broken_batch):
+    course, _, folder = broken_batch
+    result = grading(course, "grade", str(folder), "--dask", "tcp://127.0.0.1:8786")
+    assert result.returncode == 1 and "must start with tls://" in result.stderr, result.stderr
 
 
 def _platform_zip(tmp_path, members: dict[str, dict | bytes]) -> "os.PathLike":
@@ -176,10 +200,10 @@ def _typed_for(nb: dict, name: str) -> dict:
     """``nb`` solved by hand for the numbers of ``name``: its first answer typed in, and ``STUDENT_ID = name``."""
     import numpy as np
 
-    from qkv import examples
+    from qkv_exercises import variants
     from qkv_exercises.identity import student_variant
 
-    ex = examples.q1_example(student_variant(PS2, name))
+    ex = variants.q1_example(student_variant(PS2, name))
     nb = with_answer(nb, "answer_scores_q1", f"scores_q1 = {np.round(ex.Q @ ex.K.T, 2).tolist()}")
     for cell in nb["cells"]:
         if "student-id" in cell["metadata"].get("tags", []):

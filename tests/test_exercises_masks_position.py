@@ -30,6 +30,15 @@ from qkv_exercises.functions import (
 )
 from qkv_exercises.identity import student_variant
 from qkv_exercises.problem_sets import get_problem_set
+from qkv_exercises.problem_sets.ps7_masks_slips import DECODER_KEYS, DIAGONAL_BLOCKED
+from qkv_exercises.problem_sets.ps7_masks_slips import MASK_AFTER_SOFTMAX, MASK_INVERTED
+from qkv_exercises.problem_sets.ps7_masks_slips import MASK_NOT_APPLIED, MASK_WRONG_TRIANGLE
+from qkv_exercises.problem_sets.ps7_masks_slips import MASK_ZERO_NOT_NEG_INF, PADDING_OFF_BY_ONE
+from qkv_exercises.problem_sets.ps7_masks_slips import PADDING_QUERY_AXIS_MISSING
+from qkv_exercises.problem_sets.ps8_position_slips import DEGREES_NOT_RADIANS, EXPONENT_I_NOT_2I
+from qkv_exercises.problem_sets.ps8_position_slips import FIRST_PAIR_ONLY, NOT_REORDERED
+from qkv_exercises.problem_sets.ps8_position_slips import POSITIONS_FROM_ONE, REORDERED_BY_INVERSE
+from qkv_exercises.problem_sets.ps8_position_slips import SINES_THEN_COSINES, SIN_COS_SWAPPED
 
 from .notebook_support import outcomes_of
 
@@ -74,12 +83,12 @@ def test_masked_slips_are_named(student):
     givens = PS7.givens(student_variant("ps7_masks", student))
     S = givens["S1"]
     zeroed = [math.exp(s) if j < 2 else 1.0 for j, s in enumerate(S[1])]  # the blocked score at 0: e^0 = 1
-    assert_slip(verdict(PS7, "exponentials_late", zeroed, givens).message, slips.MASK_ZERO_NOT_NEG_INF)
+    assert_slip(verdict(PS7, "exponentials_late", zeroed, givens).message, MASK_ZERO_NOT_NEG_INF)
     unmasked = [math.exp(s) for s in S[1]]
-    assert_slip(verdict(PS7, "exponentials_late", unmasked, givens).message, slips.MASK_NOT_APPLIED)
+    assert_slip(verdict(PS7, "exponentials_late", unmasked, givens).message, MASK_NOT_APPLIED)
     after = [math.exp(s) / sum(unmasked) if j < 2 else 0.0 for j, s in enumerate(S[1])]  # masked after the softmax
-    assert_slip(verdict(PS7, "weights_late", after, givens).message, slips.MASK_AFTER_SOFTMAX)
-    assert_slip(verdict(PS7, "weights_causal", upper_triangle(S), givens).message, slips.MASK_WRONG_TRIANGLE)
+    assert_slip(verdict(PS7, "weights_late", after, givens).message, MASK_AFTER_SOFTMAX)
+    assert_slip(verdict(PS7, "weights_causal", upper_triangle(S), givens).message, MASK_WRONG_TRIANGLE)
     assert verdict(PS7, "weights_causal", causal_by_hand(S), givens).passed
 
 
@@ -99,7 +108,7 @@ def test_cross_attention_slips_are_named():
     Q = X_q @ W_Q
     self_scores = Q @ X_q.T / 2  # keys from the decoder's own words
     decoder = np.exp(self_scores) / np.exp(self_scores).sum(axis=1, keepdims=True)
-    assert_slip(verdict(PS7, "cross_weights", decoder, SEED7).message, slips.DECODER_KEYS)
+    assert_slip(verdict(PS7, "cross_weights", decoder, SEED7).message, DECODER_KEYS)
 
 
 def test_each_question_with_options_has_one_right_letter_and_explains_the_others():
@@ -158,11 +167,11 @@ def test_functions_written_with_loops_pass():
 
 def test_causal_mask_slips_are_named():
     upper = judged(judge_causal_mask, lambda n: loop_causal_mask(n).T, MASK_CALLS)
-    assert_slip(upper.message, slips.MASK_WRONG_TRIANGLE)
+    assert_slip(upper.message, MASK_WRONG_TRIANGLE)
     inverted = judged(judge_causal_mask, lambda n: ~loop_causal_mask(n), MASK_CALLS[1:])
-    assert_slip(inverted.message, slips.MASK_INVERTED)
+    assert_slip(inverted.message, MASK_INVERTED)
     strict = judged(judge_causal_mask, lambda n: np.tril(loop_causal_mask(n), -1), MASK_CALLS)
-    assert_slip(strict.message, slips.DIAGONAL_BLOCKED)
+    assert_slip(strict.message, DIAGONAL_BLOCKED)
     numbers = judged(judge_causal_mask, lambda n: loop_causal_mask(n).astype(int), MASK_CALLS)
     assert not numbers.passed and "not True/False" in numbers.message
     shape = judged(judge_causal_mask, lambda n: loop_causal_mask(n + 1), MASK_CALLS)
@@ -176,13 +185,13 @@ def softmax_by_hand(scores):
 
 def test_masked_softmax_slips_are_named():
     zero = judged(judge_masked_softmax, lambda s, m: softmax_by_hand(np.where(m, s, 0.0)), SOFTMAX_CALLS)
-    assert_slip(zero.message, slips.MASK_ZERO_NOT_NEG_INF)
+    assert_slip(zero.message, MASK_ZERO_NOT_NEG_INF)
     after = judged(judge_masked_softmax, lambda s, m: softmax_by_hand(s) * m, SOFTMAX_CALLS)
-    assert_slip(after.message, slips.MASK_AFTER_SOFTMAX)
+    assert_slip(after.message, MASK_AFTER_SOFTMAX)
     ignored = judged(judge_masked_softmax, lambda s, m: softmax_by_hand(s), SOFTMAX_CALLS)
-    assert_slip(ignored.message, slips.MASK_NOT_APPLIED)
+    assert_slip(ignored.message, MASK_NOT_APPLIED)
     upper = judged(judge_masked_softmax, lambda s, m: loop_masked_softmax(s, np.swapaxes(m, -1, -2)), SOFTMAX_CALLS)
-    assert_slip(upper.message, slips.MASK_WRONG_TRIANGLE)
+    assert_slip(upper.message, MASK_WRONG_TRIANGLE)
     multiplied = judged(judge_masked_softmax, lambda s, m: softmax_by_hand(m * s + (1 - m) * -np.inf), SOFTMAX_CALLS)
     assert "0 * (-inf) is NaN" in multiplied.message
 
@@ -202,13 +211,13 @@ def test_a_padding_mask_written_with_loops_passes_and_slips_are_named():
     assert judged(judge_padding_mask, loop_padding_mask, PADDING_CALLS).passed
     flat = judged(judge_padding_mask, lambda lengths, n: loop_padding_mask(lengths, n)[:, 0, :], PADDING_CALLS)
     assert "should have shape (2, 1, 3)" in flat.message
-    assert_slip(flat.message, slips.PADDING_QUERY_AXIS_MISSING)
+    assert_slip(flat.message, PADDING_QUERY_AXIS_MISSING)
     inverted = judged(judge_padding_mask, lambda lengths, n: ~loop_padding_mask(lengths, n), PADDING_CALLS)
-    assert_slip(inverted.message, slips.MASK_INVERTED)
+    assert_slip(inverted.message, MASK_INVERTED)
     one_more = judged(judge_padding_mask, lambda lengths, n: loop_padding_mask([min(v + 1, n) for v in lengths], n),
                       PADDING_CALLS)
     assert "padding_mask([3, 2], 3)[1, 0, 2] is True, which is wrong" in one_more.message
-    assert_slip(one_more.message, slips.PADDING_OFF_BY_ONE)
+    assert_slip(one_more.message, PADDING_OFF_BY_ONE)
     square = judged(judge_padding_mask, lambda lengths, n: np.repeat(loop_padding_mask(lengths, n), n, axis=1),
                     PADDING_CALLS)
     assert not square.passed and "should have shape (2, 1, 3)" in square.message
@@ -245,21 +254,21 @@ def test_reordering_and_encoding_slips_are_named(student):
     inverse = np.argsort(order)
     if not np.array_equal(inverse, order):  # an order that is its own inverse cannot tell the two apart
         assert_slip(verdict(PS8, "permutation_matrix", np.eye(4)[inverse], givens).message,
-                    slips.REORDERED_BY_INVERSE)
-        assert_slip(verdict(PS8, "outputs_reordered", O[inverse], givens).message, slips.REORDERED_BY_INVERSE)
-    assert_slip(verdict(PS8, "outputs_reordered", O, givens).message, slips.NOT_REORDERED)
+                    REORDERED_BY_INVERSE)
+        assert_slip(verdict(PS8, "outputs_reordered", O[inverse], givens).message, REORDERED_BY_INVERSE)
+    assert_slip(verdict(PS8, "outputs_reordered", O, givens).message, NOT_REORDERED)
     d, p = givens["d_model"], givens["position"]
     angles = [p / 10000 ** (2 * i / d) for i in range(d // 2)]
     assert_slip(verdict(PS8, "position_angles", [p / 10000 ** (i / d) for i in range(d // 2)], givens).message,
-                slips.EXPONENT_I_NOT_2I)
+                EXPONENT_I_NOT_2I)
     swapped = [f(a) for a in angles for f in (math.cos, math.sin)]
-    assert_slip(verdict(PS8, "position_encoding", swapped, givens).message, slips.SIN_COS_SWAPPED)
+    assert_slip(verdict(PS8, "position_encoding", swapped, givens).message, SIN_COS_SWAPPED)
     degrees = [f(math.radians(a)) for a in angles for f in (math.sin, math.cos)]
-    assert_slip(verdict(PS8, "position_encoding", degrees, givens).message, slips.DEGREES_NOT_RADIANS)
+    assert_slip(verdict(PS8, "position_encoding", degrees, givens).message, DEGREES_NOT_RADIANS)
     sines_first = [math.sin(a) for a in angles] + [math.cos(a) for a in angles]
-    assert_slip(verdict(PS8, "position_encoding", sines_first, givens).message, slips.SINES_THEN_COSINES)
+    assert_slip(verdict(PS8, "position_encoding", sines_first, givens).message, SINES_THEN_COSINES)
     first, second = (int(v) for v in givens["pair"])
-    assert_slip(verdict(PS8, "offset_dot_product", math.cos(second - first), givens).message, slips.FIRST_PAIR_ONLY)
+    assert_slip(verdict(PS8, "offset_dot_product", math.cos(second - first), givens).message, FIRST_PAIR_ONLY)
 
 
 # ---------------------------------------------------------------- problem set 8, the function
@@ -277,20 +286,20 @@ ENCODING_CALLS = [encoding_call(4, 4, behaviour="d_model = 4"), encoding_call(10
 def test_an_encoding_written_with_loops_passes_and_slips_are_named():
     assert judged(judge_encoding, loop_encoding, ENCODING_CALLS).passed
     from_one = judged(judge_encoding, lambda n, d: loop_encoding(n + 1, d)[1:], ENCODING_CALLS)
-    assert_slip(from_one.message, slips.POSITIONS_FROM_ONE)
+    assert_slip(from_one.message, POSITIONS_FROM_ONE)
 
     def swapped(n, d):
         PE = loop_encoding(n, d)
         PE[:, 0::2], PE[:, 1::2] = PE[:, 1::2].copy(), PE[:, 0::2].copy()
         return PE
 
-    assert_slip(judged(judge_encoding, swapped, ENCODING_CALLS).message, slips.SIN_COS_SWAPPED)
+    assert_slip(judged(judge_encoding, swapped, ENCODING_CALLS).message, SIN_COS_SWAPPED)
 
     def i_not_2i(n, d):
         angles = np.arange(n)[:, None] / 10000 ** (np.arange(d // 2)[None, :] / d)
         return np.stack([np.sin(angles), np.cos(angles)], axis=2).reshape(n, d)
 
-    assert_slip(judged(judge_encoding, i_not_2i, ENCODING_CALLS).message, slips.EXPONENT_I_NOT_2I)
+    assert_slip(judged(judge_encoding, i_not_2i, ENCODING_CALLS).message, EXPONENT_I_NOT_2I)
 
 
 # ---------------------------------------------------------------- qkv is not the student's

@@ -11,7 +11,17 @@ the tests show:
 - no live script in any feedback page (only MathJax, from the feedback folder);
 - the batch finishes, with a reason for each failure, no process of a sandbox left alive, and
   no connection made to a server on this machine;
+- no sandbox makes a user namespace of its own (nor mounts a tmpfs in it), a kernel key, or a
+  file outside its two bounded tmpfs folders or past their sizes (:mod:`tests.sandbox_attacks`);
+- what another local user planted in the temp folder beforehand (a lock folder of links to a
+  file of root's, a runtime folder with a runner of theirs) is never used or followed;
+- another course graded at the same time on the same machine is graded right, and nothing of
+  either class is left;
 - the runs give identical grades.
+
+The same class, smaller, is graded once more by a real unprivileged user (grading without
+root, :mod:`tests.local_users`), with the same attacks on the sandbox and the same planted
+temp folder: again 0 marks gained, 0 classmates harmed, the batch finished.
 
 What the hand-ins send back, and what reaches the instructor's terminal: tests/test_grading_hostile_data.py.
 """
@@ -20,20 +30,36 @@ from __future__ import annotations
 
 import html
 import html.parser
+import os
+import shutil
 import sqlite3
 
 import numpy as np
 import pytest
 
-from qkv import examples
+from qkv_exercises import variants
 from qkv_exercises.checking import format_number
 from qkv_exercises.checks import seed_for
 from qkv_exercises.identity import student_variant
 
-from .adversarial_class import FULL, HONEST, digest
+from qkv_grading import identities
+
+from .adversarial_class import FULL, HONEST, TIMEOUT, VICTIM, digest, planted_temp_folder, sandbox_attackers
 from .exercise_support import hidden_test_lines, read_notebook, solution_lines
 from .grading_probe.ps99_probe import hidden_calls
-from .grading_support import HIDDEN_MARK, PROBE, PS2, sandbox_processes, source_of, student_lines
+from .grading_support import (
+    HIDDEN_MARK,
+    PROBE,
+    PS2,
+    grading_command,
+    hand_in,
+    read_grades,
+    released,
+    sandbox_processes,
+    source_of,
+    student_lines,
+)
+from .local_users import GRADER, NEIGHBOUR, give, local_user, run_as
 
 pytestmark = pytest.mark.slow
 
@@ -84,7 +110,7 @@ def test_no_file_of_the_course_or_the_repository_was_changed(graded):
 
 
 def test_no_process_of_a_sandbox_is_left_and_no_connection_was_made(graded):
-    assert sandbox_processes() == []
+    assert graded["left_over"] == {} and sandbox_processes() == {}
     assert graded["accepted"] == 0
     leaker = graded["runs"][0]["pages"][f"leaker/{PS2}"]
     assert "CONNECTED-OK" not in html.unescape(leaker) and "no network: " in html.unescape(leaker)
@@ -92,7 +118,7 @@ def test_no_process_of_a_sandbox_is_left_and_no_connection_was_made(graded):
 
 def _hidden_expected_values(course, student) -> list[str]:
     """The expected values of the probe's hidden checks for ``student``, computed here with numpy."""
-    ex = examples.q1_example(student_variant(PROBE, student))
+    ex = variants.q1_example(student_variant(PROBE, student))
     scores = ex.Q @ ex.K.T / np.sqrt(2)
     weights = np.exp(scores) / np.exp(scores).sum()
     key = (course / ".grading" / "key").read_text(encoding="ascii").strip()
@@ -190,3 +216,84 @@ def test_the_autograded_notebooks_are_read_by_nbgrader(graded):
     ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells]
     assert [i for i in ids if i] == [c["metadata"]["nbgrader"]["grade_id"] for c in read_notebook(
         course / "source" / PS2 / f"{PS2}.ipynb")["cells"] if c["metadata"].get("nbgrader")]
+
+
+def _feedback_text(run, student) -> str:
+    return html.unescape(run["pages"][f"{student}/{PS2}"])
+
+
+def test_no_sandbox_makes_a_user_namespace_or_a_key_or_writes_past_its_limits(graded):
+    for run in graded["runs"]:
+        page = _feedback_text(run, "escaper")
+        assert "HOLE" not in page, page[-3000:]
+        for verdict in ("user namespace: refused", "no tmpfs", "kernel keys: refused", "writable places: full /job",
+                        "writable places: full /dev/shm", "writable places: refused /sandbox"):
+            assert verdict in page, f"no {verdict!r} in the feedback of the escaper"
+        assert "HOLE" not in _feedback_text(run, "lingerer")
+
+
+def test_what_another_user_planted_in_the_temp_folder_is_never_used(graded):
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to plant as another local user")
+    assert (graded["course"].parent / "victim.txt").read_text(encoding="utf-8") == VICTIM
+    neighbour = local_user(NEIGHBOUR)
+    made = [p for p in graded["tmp"].iterdir() if p.lstat().st_uid != neighbour.pw_uid]
+    loose = [(p.name, oct(p.lstat().st_mode)) for p in made if p.lstat().st_mode & 0o077]
+    assert not loose, f"the grader left files in the temp folder that others may open: {loose}"
+
+
+@pytest.fixture(scope="module")
+def graded_without_root(adversarial_class, tmp_path_factory):
+    """The released course graded again by a real unprivileged user: honest, blank and sandbox attackers."""
+    user = local_user(GRADER)
+    where = tmp_path_factory.mktemp("without-root")
+    course = where / "course"
+    shutil.copytree(adversarial_class["course"], course, ignore=shutil.ignore_patterns(
+        "submitted", "autograded", "feedback", "grades.csv", "gradebook.db", ".grading"))
+    folder = where / "hand-ins"
+    blank = released(course, PS2)
+    hand_in(folder, "honest_a", PS2, source_of(PS2))
+    hand_in(folder, "blank", PS2, blank)
+    cases = sandbox_attackers(blank)
+    for student, (ps, nb, *_) in cases.items():
+        hand_in(folder, student, ps, nb)
+    shared = planted_temp_folder(where)
+    home = where / "home"
+    home.mkdir()
+    give(where, user)
+    done = run_as(user, grading_command(course, "grade", str(folder), "--timeout", TIMEOUT), reachable=[where],
+                  env={"HOME": str(home), "TMPDIR": str(shared), "PYTHONIOENCODING": "utf-8"}, cwd=where,
+                  capture_output=True, text=True, timeout=900)
+    grades = read_grades(course / "grades.csv") if (course / "grades.csv").is_file() else {}
+    return {"result": done, "grades": grades, "cases": cases, "course": course, "user": user, "tmp": shared}
+
+
+def test_without_root_the_batch_finishes_and_no_attack_gains_a_point(graded_without_root):
+    run = graded_without_root
+    printed = run["result"].stdout + run["result"].stderr
+    assert run["result"].returncode == 0, printed[-5000:]
+    assert "not running as root" in printed and "Sandboxes: each sandbox as your user in a user namespace" in printed
+    assert run["grades"] == {("honest_a", PS2): FULL, ("blank", PS2): 0, ("escaper", PS2): 0, ("lingerer", PS2): 0}
+    assert student_lines(run["result"].stdout, "honest_a")[1:] == [], "notes on an honest submission"
+
+
+def test_without_root_no_sandbox_makes_a_user_namespace_or_a_key_or_writes_past_its_limits(graded_without_root):
+    course = graded_without_root["course"]
+    page = html.unescape((course / "feedback" / "escaper" / PS2 / f"{PS2}.html").read_text(encoding="utf-8"))
+    assert "HOLE" not in page, page[-3000:]
+    for verdict in ("user namespace: refused", "kernel keys: refused", "writable places: full /job",
+                    "writable places: full /dev/shm", "writable places: refused /"):
+        assert verdict in page, f"no {verdict!r} in the feedback of the escaper"
+    assert (course.parent / "victim.txt").read_text(encoding="utf-8") == VICTIM
+    assert identities.processes_of(graded_without_root["user"].pw_uid) == [], "a process of a sandbox is left"
+
+
+def test_another_course_graded_at_the_same_time_is_graded_right_and_shares_nothing(graded):
+    """Two graders as root at once take their sandboxes' identities from one registry: neither class
+    is harmed, and nothing of either is left (the tests of qkv_grading.identities show no uid is shared)."""
+    other = graded["other"]
+    assert other["result"].returncode == 0, (other["result"].stdout + other["result"].stderr)[-5000:]
+    assert other["grades"] == {("honest_c", PS2): FULL, ("escaper", PS2): 0, ("lingerer", PS2): 0}
+    assert graded["runs"][0]["grades"][("honest_a", PS2)] == FULL
+    page = html.unescape((other["course"] / "feedback" / "escaper" / PS2 / f"{PS2}.html").read_text(encoding="utf-8"))
+    assert "HOLE" not in page and "kernel keys: refused" in page

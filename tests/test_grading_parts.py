@@ -128,12 +128,13 @@ def test_the_sandbox_sees_numpy_and_ipython_but_nothing_of_the_course():
 
 
 def test_the_sandbox_command_isolates_and_limits():
-    command = sandbox.bwrap_command(3, Limits(memory=1 << 30, processes=7, file_size=1 << 20))
+    descriptors = {target: 10 + i for i, (target, _) in enumerate(sandbox.runtime_files())} | {"seccomp": 9}
+    command = sandbox.bwrap_command(70003, Limits(memory=1 << 30, processes=7, file_size=1 << 20), descriptors)
     for flag in ("--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session",
-                 "--clearenv", "--as=1073741824", "--fsize=1048576"):
+                 "--clearenv", "--as=1073741824", "--fsize=1048576", "--reuid=70003", "--nproc=7"):
         assert flag in command
-    assert any(a.startswith("--nproc=") for a in command)
-    if sandbox.privileged():
-        assert "--reuid=60003" in command and "--nproc=7" in command
+    assert command[command.index("--seccomp") + 1] == "9"
+    assert ["--remount-ro", "/"] == command[command.index("--chdir") - 2:command.index("--chdir")], \
+        "/ is made read-only after everything in it is in place"
     outside = [a for a in command if str(ROOT) in a and "site-packages" not in a]
     assert not outside, f"the repository is in the sandbox: {outside}"

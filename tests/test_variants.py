@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from qkv import examples
+from qkv_exercises import variants
 from qkv_exercises.identity import student_variant
 from qkv_exercises.problem_sets import get_problem_set, names
 
@@ -52,7 +53,7 @@ def differs(a, b, by: float = 0.02) -> bool:
 
 @pytest.fixture(scope="module")
 def q1_variants():
-    return [examples.q1_example(v) for v in student_variants("ps2_scaled_dot_product")]
+    return [variants.q1_example(v) for v in student_variants("ps2_scaled_dot_product")]
 
 
 def q1_steps(Q, K, V):
@@ -83,7 +84,7 @@ def test_q1_variants_are_many(q1_variants):
 
 @pytest.fixture(scope="module")
 def delivery_variants():
-    return [examples.delivery_example(v) for v in student_variants("ps1_qkv")]
+    return [variants.delivery_example(v) for v in student_variants("ps1_qkv")]
 
 
 def head_by_hand(X, head):
@@ -99,7 +100,7 @@ def head_by_hand(X, head):
 
 
 def test_the_delivery_seed_is_variant_zero():
-    seed = examples.delivery_example(0)
+    seed = variants.delivery_example(0)
     assert head_by_hand(seed.X, seed.heads[0])["K"] == pytest.approx(np.array(SEED_000[1]["K"]), abs=1e-6)
 
 
@@ -161,7 +162,7 @@ def test_delivery_variants_are_many(delivery_variants):
 def test_softmax_saturation_variants_saturate_and_scale_back():
     seed = examples.softmax_saturation_example()
     for v in student_variants("ps3_sqrt_dk"):
-        ex = examples.softmax_saturation_example(v)
+        ex = variants.softmax_saturation_example(v)
         assert ex.moderate.shape == (3,) and is_multiple(ex.moderate, 0.5) and len(set(ex.moderate)) == 3
         assert ex.moderate.min() >= -2 and ex.moderate.max() <= 3
         root = math.isqrt(ex.d_k)

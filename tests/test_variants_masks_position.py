@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import qkv
-from qkv import examples
+from qkv_exercises import variants
 
 from .notebook_support import givens_of, student_variants
 from .test_variants import differs, is_multiple, margin, row_softmax
@@ -39,12 +39,12 @@ def scaled_scores(X, head):
 
 @pytest.fixture(scope="module")
 def causal_variants():
-    return [examples.causal_delivery_example(v) for v in student_variants("ps7_masks")]
+    return [variants.causal_delivery_example(v) for v in student_variants("ps7_masks")]
 
 
 def test_the_causal_seed_is_head_1_of_seed_000_and_its_masked_row_is_the_chapters():
-    seed = examples.causal_delivery_example(0)
-    delivery = examples.delivery_example(0)
+    seed = variants.causal_delivery_example(0)
+    delivery = variants.delivery_example(0)
     assert seed.tokens == delivery.tokens and np.array_equal(seed.X, delivery.X)
     assert all(np.array_equal(a, b) for a, b in zip(seed.head, delivery.heads[0]) if a is not None)
     exponentials, weights = causal_rows_by_hand(scaled_scores(seed.X, seed.head))
@@ -52,8 +52,8 @@ def test_the_causal_seed_is_head_1_of_seed_000_and_its_masked_row_is_the_chapter
 
 
 def test_causal_variants_keep_head_1s_form_and_make_the_masked_row_workable(causal_variants):
-    seed_exponentials, seed_weights = causal_rows_by_hand(scaled_scores(examples.causal_delivery_example(0).X,
-                                                                        examples.causal_delivery_example(0).head))
+    seed_exponentials, seed_weights = causal_rows_by_hand(scaled_scores(variants.causal_delivery_example(0).X,
+                                                                        variants.causal_delivery_example(0).head))
     for ex in causal_variants:
         assert ex.tokens == ("外送", "晚到", "補償") and set(np.unique(ex.X)) <= {0.0, 1.0}
         assert len({tuple(x) for x in ex.X}) == 3 and ex.X.any(axis=1).all()
@@ -76,11 +76,11 @@ def test_causal_variants_keep_head_1s_form_and_make_the_masked_row_workable(caus
 
 @pytest.fixture(scope="module")
 def translation_variants():
-    return [examples.delivery_translation_example(v) for v in student_variants("ps7_masks")]
+    return [variants.delivery_translation_example(v) for v in student_variants("ps7_masks")]
 
 
 def test_translation_variants_read_each_word_from_its_counterpart(translation_variants):
-    seed = examples.delivery_translation_example(0)
+    seed = variants.delivery_translation_example(0)
     seed_steps = translation_by_hand(seed)
     counterparts = {"late": "晚到", "delivery": "外送", "compensation": "補償"}
     for ex in translation_variants:
@@ -121,12 +121,12 @@ def test_ps7_options_come_in_orders_of_their_own():
 
 
 def test_zhonghe_variants_tell_seed_001s_story_and_reorder_the_sentence():
-    seed = examples.zhonghe_reordered_example(0)
+    seed = variants.zhonghe_reordered_example(0)
     assert seed.order.tolist() == [3, 1, 2, 0], "the chapter swaps the two place names"
     seed_O = attention_by_hand(seed.example.X, seed.example.head)[0][[3, 1, 2, 0]]
     orders, weighings = set(), set()
     for v in student_variants("ps8_position"):
-        reordered = examples.zhonghe_reordered_example(v)
+        reordered = variants.zhonghe_reordered_example(v)
         ex, order = reordered.example, reordered.order
         assert ex.tokens == ("中和", "有", "一個", "永和路") and np.array_equal(ex.X, seed.example.X)
         w = np.diag(ex.head.W_Q)
@@ -160,18 +160,18 @@ def encoding_by_hand(p, d_model):
 
 
 def test_the_position_seed_is_the_chapters_by_hand_encoding():
-    seed = examples.position_encoding_example(0)
+    seed = variants.position_encoding_example(0)
     assert (seed.d_model, seed.position, seed.pair) == (4, 1, (0, 3))
     np.testing.assert_allclose(encoding_by_hand(1, 4), [math.sin(1), math.cos(1), math.sin(0.01), math.cos(0.01)],
                                atol=1e-15)
 
 
 def test_position_variants_have_frequencies_in_powers_of_ten_and_differ_from_the_seed():
-    seed = examples.position_encoding_example(0)
+    seed = variants.position_encoding_example(0)
     seed_dot = sum(a * b for a, b in zip(encoding_by_hand(0, 4), encoding_by_hand(3, 4)))
     seen = set()
     for v in student_variants("ps8_position"):
-        ex = examples.position_encoding_example(v)
+        ex = variants.position_encoding_example(v)
         assert ex.d_model in (4, 8) and 2 <= ex.position <= 9
         omega = [10000 ** (-2 * i / ex.d_model) for i in range(ex.d_model // 2)]
         assert all(abs(math.log10(w) - round(math.log10(w))) < 1e-12 for w in omega), "powers of 10"

@@ -12,9 +12,10 @@ it reads them:
 
 A chapter's problem set is the one its closing ``**Practise:**`` paragraph names (for example
 ``(`ps2_scaled_dot_product`)``). :func:`practised_problem_sets` reads them from the chapters'
-sources; ``problem_sets.py`` orders the downloads table by them. Every Learn chapter after the
-first (the notation page) must name one, and every problem set of the course must be named by
-exactly one chapter: the home page says so.
+sources; ``problem_sets.py`` orders the downloads table by them, a set shared by several chapters
+at the first of them. Every Learn chapter after the first (the notation page) ends with such a
+paragraph, as the home page says; one that names no set yet (a set still being written) is
+listed nowhere, and every problem set of the course must be named by a chapter.
 
 A list that does not match is a warning that names the chapter missing, extra or out of place;
 ``make site`` turns warnings into errors, so the lists cannot go stale.
@@ -48,26 +49,29 @@ def learn_chapters(env) -> list[str]:
     raise ValueError(f"_toc.yml has no part with the caption {LEARN_CAPTION!r}")
 
 
-def practised_problem_set(source: str) -> str | None:
-    """The problem set a chapter's ``**Practise:**`` paragraph names, or None if it has none.
+NO_PRACTISE = object()  # a chapter without a **Practise:** paragraph
 
-    Raises ``ValueError`` when the paragraph names no problem set, or more than one.
+
+def practised_problem_set(source: str):
+    """The problem set a chapter's ``**Practise:**`` paragraph names; None if the paragraph names none
+    yet, :data:`NO_PRACTISE` if the chapter has no such paragraph.
+
+    Raises ``ValueError`` when the paragraph names more than one problem set.
     """
     paragraphs = PRACTISE.findall(source)
     if not paragraphs:
-        return None
+        return NO_PRACTISE
     names = list(dict.fromkeys(name for paragraph in paragraphs for name in PROBLEM_SET_NAME.findall(paragraph)))
-    if len(names) != 1:
-        raise ValueError(f"its **Practise:** paragraph names {len(names)} problem sets ({', '.join(names) or 'none'}); "
-                         "it must name one, as (`ps1_qkv`)")
-    return names[0]
+    if len(names) > 1:
+        raise ValueError(f"its **Practise:** paragraph names {len(names)} problem sets ({', '.join(names)}); "
+                         "it names one, as (`ps1_qkv`)")
+    return names[0] if names else None
 
 
 def practised_problem_sets(env) -> dict[str, str]:
-    """``{chapter docname: problem set}`` for the Learn chapters, in reading order.
+    """``{problem set: the first chapter that practises it}``, in reading order.
 
-    Raises ``ValueError`` for a chapter after the first that names no problem set, and for a
-    problem set that two chapters name.
+    Raises ``ValueError`` for a Learn chapter after the first that has no **Practise:** paragraph.
     """
     found: dict[str, str] = {}
     for place, docname in enumerate(learn_chapters(env)):
@@ -75,14 +79,13 @@ def practised_problem_sets(env) -> dict[str, str]:
             name = practised_problem_set(Path(env.doc2path(docname)).read_text(encoding="utf-8"))
         except ValueError as error:
             raise ValueError(f"{docname}: {error}") from None
-        if name is None:
+        if name is NO_PRACTISE:
             if place > 0:
-                raise ValueError(f"{docname} has no **Practise:** paragraph naming its problem set; every Learn "
-                                 "chapter after the first ends with one (the home page says so)")
+                raise ValueError(f"{docname} has no **Practise:** paragraph; every Learn chapter after the "
+                                 "first ends with one (the home page says so)")
             continue
-        if name in found.values():
-            raise ValueError(f"{docname} and {next(d for d, n in found.items() if n == name)} both practise {name}")
-        found[docname] = name
+        if name is not None:
+            found.setdefault(name, docname)
     return found
 
 
@@ -137,7 +140,7 @@ def check_lists(app, doctree) -> None:
     section = labelled_section(doctree, PROBLEM_SET_LIST)
     if section is not None:
         try:
-            with_sets = list(practised_problem_sets(env))
+            with_sets = list(practised_problem_sets(env).values())
         except ValueError as error:
             logger.warning(f"the chapters' problem sets: {error}", location=docname)
             return

@@ -38,7 +38,7 @@ from docutils import nodes
 from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
 
-from chapter_order import practised_problem_sets
+from chapter_order import learn_chapters, practised_problem_sets
 from qkv_grading.pipeline import Course, problem_set_points, problem_set_title, release_zips
 
 OUTPUT_FOLDER = "exercises"  # under the HTML output: exercises/<problem set>.zip
@@ -143,16 +143,16 @@ class ProblemSetDownloads(SphinxDirective):
             practised = practised_problem_sets(self.env)
         except ValueError as error:
             raise self.error(f"the chapters' problem sets: {error}") from None
-        for chapter in practised:
+        for chapter in learn_chapters(self.env):
             self.env.note_dependency(self.env.doc2path(chapter))
         by_name = {folder.name: folder for folder in folders}
-        unpractised = [name for name in by_name if name not in practised.values()]
-        unknown = [f"{chapter} names {name}" for chapter, name in practised.items() if name not in by_name]
+        unpractised = [name for name in by_name if name not in practised]
+        unknown = [f"{chapter} names {name}" for name, chapter in practised.items() if name not in by_name]
         if unpractised or unknown:
-            raise self.error("every problem set belongs to the one chapter whose **Practise:** paragraph names it: "
+            raise self.error("every problem set belongs to the chapters whose **Practise:** paragraph names it: "
                              + "; ".join([*(f"no chapter names {name}" for name in unpractised),
                                           *(f"{problem}, which exercises/source does not have" for problem in unknown)]))
-        return [by_name[name] for name in practised.values()]
+        return [by_name[name] for name in practised]
 
     @staticmethod
     def _row(*cells):

@@ -1,13 +1,14 @@
 """qkv: the course's one reference implementation of attention, in numpy.
 
 Shapes are written ``(..., n, d_model)``, ``(h, n, d_k)`` and so on; the book's
-notation page explains every symbol. The course's machinery lives beside it and
+notation page explains every symbol. :mod:`qkv.examples` holds the seed articles'
+worked examples, one module per story. The course's machinery lives beside it and
 uses it: :mod:`qkv_book` (the website's display, plots and widgets),
-:mod:`qkv_exercises` (checking answers) and :mod:`qkv_grading` (the instructors'
-commands). Nothing in ``qkv`` imports them.
+:mod:`qkv_exercises` (every student's own numbers, checking answers) and
+:mod:`qkv_grading` (the instructors' commands). Nothing in ``qkv`` imports them.
 """
 
-from . import examples, models
+from . import examples, extrapolation, models
 from .attention import causal_mask, linear, scaled_dot_product_attention, self_attention, softmax
 from .multihead import Head, fuse_heads, fused_multi_head_attention, merge_heads, multi_head_attention, split_heads
 from .trace import HeadTrace, MultiHeadTrace, Projection, project, trace_head, trace_multi_head
@@ -22,6 +23,13 @@ from .blockwise import OnlineSoftmaxStep, blockwise_attention, online_softmax, o
 from .lookup import additive_attention, gaussian_as_dot_product, gaussian_kernel_weights, hard_lookup
 from .lookup import nadaraya_watson, squared_distances
 from .initialisation import lecun_normal
+from .decoding import KVCache, ModelShape, PUBLISHED_SHAPES, decode_step, decode_with_cache
+from .decoding import decode_without_cache, kv_cache_bytes
+from .grouped import grouped_query_attention, grouped_query_self_attention, kv_head_of
+from .relative_position import alibi_bias, alibi_slopes, attention_with_bias, relative_position_bucket
+from .relative_position import rope_decay_bound, t5_position_bias
+from .patterns import global_tokens_mask, path_length, sliding_window_mask, strided_mask
+from .linearised import elu_feature_map, kernel_attention, linear_attention, positive_random_features
 from .backward import attention_backward, central_differences, linear_backward, multi_head_attention_backward
 from .backward import softmax_backward
 from .training import Adam, cross_entropy, cross_entropy_backward
@@ -47,6 +55,7 @@ __all__ = [
     "patchify",
     "to_patch_grid",
     "examples",
+    "extrapolation",
     "cross_attention",
     "padding_mask",
     "position_angles",
@@ -80,6 +89,30 @@ __all__ = [
     "additive_attention",
     "models",
     "lecun_normal",
+    "KVCache",
+    "decode_step",
+    "decode_with_cache",
+    "decode_without_cache",
+    "kv_cache_bytes",
+    "ModelShape",
+    "PUBLISHED_SHAPES",
+    "kv_head_of",
+    "grouped_query_attention",
+    "grouped_query_self_attention",
+    "alibi_slopes",
+    "alibi_bias",
+    "attention_with_bias",
+    "relative_position_bucket",
+    "t5_position_bias",
+    "rope_decay_bound",
+    "sliding_window_mask",
+    "strided_mask",
+    "global_tokens_mask",
+    "path_length",
+    "elu_feature_map",
+    "positive_random_features",
+    "kernel_attention",
+    "linear_attention",
     "softmax_backward",
     "attention_backward",
     "linear_backward",

@@ -17,6 +17,7 @@ from .validate import (
     check_broadcast,
     check_head_params,
     check_positive_int,
+    check_qkv_widths,
     check_tokens,
     shape_str,
 )
@@ -135,16 +136,7 @@ def _check_qkv(Q, K, V):
     Q = as_real_array("Q", Q, min_ndim=2)
     K = as_real_array("K", K, min_ndim=2)
     V = as_real_array("V", V, min_ndim=2)
-    if Q.shape[-1] != K.shape[-1]:
-        raise ValueError(
-            f"Q has d_k={Q.shape[-1]} but K has d_k={K.shape[-1]}; Q @ K^T needs the same last axis "
-            f"(Q {shape_str(Q.shape)}, K {shape_str(K.shape)})"
-        )
-    if K.shape[-2] != V.shape[-2]:
-        raise ValueError(
-            f"K has n_k={K.shape[-2]} keys but V has {V.shape[-2]} values; every key needs one value row "
-            f"(K {shape_str(K.shape)}, V {shape_str(V.shape)})"
-        )
+    check_qkv_widths(Q, K, V)
     check_broadcast("leading (batch/head) axes", "Q", Q.shape[:-2], "K", K.shape[:-2])
     check_broadcast("leading (batch/head) axes", "K", K.shape[:-2], "V", V.shape[:-2])
     return Q, K, V

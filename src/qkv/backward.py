@@ -28,18 +28,20 @@ from .validate import as_matrix, as_positive_number, as_real_array, shape_str
 
 
 def softmax_backward(A, dA):
-    r"""The gradient at the scores of a row-wise softmax, from the gradient at its weights.
+    r"""The gradient at the scores of a row-wise softmax, from the gradient at its
+    weights.
 
     .. math::
         dS_{ij} = A_{ij}\Big(dA_{ij} - \sum_m dA_{im}\, A_{im}\Big)
 
-    This is the Jacobian :math:`\partial A_{ij} / \partial S_{im} = A_{ij}(\delta_{jm} - A_{im})`
-    of each row, applied to that row's ``dA``: the diagonal term :math:`A_{ij}\, dA_{ij}`, and the
-    off-diagonal terms, which take back from every score the weighted mean of ``dA``. A masked
-    entry (weight 0) gets gradient 0.
+    This is each row's Jacobian,
+    :math:`\partial A_{ij} / \partial S_{im} = A_{ij}(\delta_{jm} - A_{im})`,
+    applied to that row's ``dA``: the diagonal gives :math:`A_{ij}\, dA_{ij}`, and
+    the off-diagonal entries take back from every score the weighted mean of
+    ``dA``. A masked entry (weight 0) gets gradient 0.
 
     Args:
-        A: the softmax's output, shape ``(..., n_q, n_k)``; each row sums to 1.
+        A: the softmax's output, shape ``(..., n_q, n_k)``; rows sum to 1.
         dA: the gradient at the weights, the same shape.
 
     Returns:
@@ -51,17 +53,19 @@ def softmax_backward(A, dA):
     A = as_real_array("A", A)
     dA = as_real_array("dA", dA)
     if A.shape != dA.shape:
-        raise ValueError(f"A has shape {shape_str(A.shape)} but dA has {shape_str(dA.shape)}; "
-                         "a gradient has the shape of what it is the gradient of")
+        raise ValueError(
+            f"A has shape {shape_str(A.shape)} but dA has {shape_str(dA.shape)}; "
+            "a gradient has the shape of what it is the gradient of")
     weighted_mean = np.sum(dA * A, axis=-1, keepdims=True)  # (..., n_q, 1)
     return A * (dA - weighted_mean)  # (..., n_q, n_k)
 
 
 def attention_backward(Q, K, V, dO, mask=None):
-    r"""The gradients of a loss at ``Q``, ``K`` and ``V`` of one head, from the gradient ``dO`` at its output.
+    r"""The gradients of a loss at ``Q``, ``K`` and ``V`` of one head, from the
+    gradient ``dO`` at its output.
 
-    The forward pass is :func:`qkv.scaled_dot_product_attention`, run again here for its weights
-    ``A``. Backwards, step by step:
+    The forward pass is :func:`qkv.scaled_dot_product_attention`, run again here
+    for its weights ``A``. Backwards, step by step:
 
     .. math::
         dV = A^\top dO, \qquad dA = dO\, V^\top,
@@ -75,24 +79,27 @@ def attention_backward(Q, K, V, dO, mask=None):
         K: keys, shape ``(..., n_k, d_k)``.
         V: values, shape ``(..., n_k, d_v)``.
         dO: the gradient at the output, shape ``(..., n_q, d_v)``.
-        mask: optional boolean, broadcastable to ``(..., n_q, n_k)``, True = may attend (as in
-            the forward pass; blocked keys get no gradient through their score).
+        mask: optional boolean, broadcastable to ``(..., n_q, n_k)``, True = may
+            attend (as in the forward pass; a blocked score gets no gradient).
 
     Returns:
-        ``(dQ, dK, dV)``, shaped like ``Q``, ``K`` and ``V``. Where the leading axes of an input
-        were broadcast (one ``K`` for several batches of queries), its gradient is summed over them.
+        ``(dQ, dK, dV)``, shaped like ``Q``, ``K`` and ``V``. An input whose
+        leading axes were broadcast (one ``K`` for several batches of queries)
+        gets the sum of its copies' gradients.
 
     Raises:
-        ValueError: as :func:`qkv.scaled_dot_product_attention`, or if ``dO`` does not have the
-            output's shape.
+        ValueError: as :func:`qkv.scaled_dot_product_attention`, or if ``dO``
+            does not have the output's shape.
     """
     Q, K, V = _check_qkv(Q, K, V)
     _, A = scaled_dot_product_attention(Q, K, V, mask)  # (..., n_q, n_k)
     output_shape = A.shape[:-1] + V.shape[-1:]  # (..., n_q, d_v)
     dO = as_real_array("dO", dO, min_ndim=2)
     if dO.shape != output_shape:
-        raise ValueError(f"dO has shape {shape_str(dO.shape)} but the output has {shape_str(output_shape)} "
-                         "(..., n_q, d_v); dO is the gradient at the output and has its shape")
+        raise ValueError(
+            f"dO has shape {shape_str(dO.shape)} but the output has "
+            f"{shape_str(output_shape)} (..., n_q, d_v); dO is the gradient at "
+            "the output and has its shape")
     return _backward_through_weights(Q, K, V, A, dO)
 
 
@@ -122,8 +129,11 @@ def linear_backward(X, W, dZ):
     r"""The gradients of a loss at ``X``, ``W`` and the bias of :func:`qkv.linear`, from ``dZ``.
 
     .. math::
-        Z = X W + \mathbf{1} b \quad\Rightarrow\quad
-        dX = dZ\, W^\top, \qquad dW = X^\top dZ, \qquad db = \mathbf{1}^\top dZ
+        Z = X W + \mathbf{1} b:
+
+        dX = dZ\, W^\top, \qquad dW = X^\top dZ,
+
+        db = \mathbf{1}^\top dZ
 
     ``dW`` and ``db`` add up the contributions of every row of ``X`` (every token of every batch):
     the same ``W`` projected them all.
@@ -152,71 +162,82 @@ def linear_backward(X, W, dZ):
 
 
 def multi_head_attention_backward(X, dY, heads, W_O, b_O=None, mask=None):
-    r"""The gradients of a loss at the input and at every parameter of :func:`qkv.multi_head_attention`.
+    r"""The gradients of a loss at the input and at every parameter of
+    :func:`qkv.multi_head_attention`.
 
-    Backwards through :math:`Y = \mathrm{Concat}(\mathrm{head}^{(1)}, \dots)\, W_O + b_O`: the
-    gradient at the concatenation is cut into one ``dO`` per head; each head's
-    :func:`attention_backward` gives ``dQ``, ``dK``, ``dV``; :func:`linear_backward` takes each to
-    its projection,
+    Backwards through :math:`Y = \mathrm{Concat}(\mathrm{head}^{(1)}, \dots)\,
+    W_O + b_O`: the gradient at the concatenation is cut into one ``dO`` per head;
+    each head's :func:`attention_backward` gives ``dQ``, ``dK``, ``dV``, and
+    :func:`linear_backward` takes each back through its projection:
 
     .. math::
         dW_Q^{(i)} = X^\top dQ^{(i)}, \quad dW_K^{(i)} = X^\top dK^{(i)}, \quad
         dW_V^{(i)} = X^\top dV^{(i)},
 
-        dX = dY\text{'s share through the heads} =
-        \sum_i dQ^{(i)} W_Q^{(i)\top} + dK^{(i)} W_K^{(i)\top} + dV^{(i)} W_V^{(i)\top}
+        dX = \sum_i dQ^{(i)} W_Q^{(i)\top} + dK^{(i)} W_K^{(i)\top}
+        + dV^{(i)} W_V^{(i)\top}
 
     Args:
         X: token vectors, shape ``(..., n, d_model)``.
         dY: the gradient at the output ``Y``, shape ``(..., n, d_out)``.
-        heads, W_O, b_O, mask: as in :func:`qkv.multi_head_attention` (a :class:`qkv.MultiHead`
-            unpacks into ``heads, W_O, b_O``).
+        heads, W_O, b_O, mask: as in :func:`qkv.multi_head_attention` (a
+            :class:`qkv.MultiHead` unpacks into ``heads, W_O, b_O``).
 
     Returns:
-        ``(dX, gradients)``: ``dX`` shaped like ``X``, and a :class:`qkv.MultiHead` holding, in
-        place of each parameter, the gradient at it (``None`` where the layer has no such bias).
+        ``(dX, gradients)``: ``dX`` shaped like ``X``, and a
+        :class:`qkv.MultiHead` that holds, in place of each parameter, the
+        gradient at it (``None`` where the layer has no such bias).
 
     Raises:
-        ValueError: as :func:`qkv.multi_head_attention`, or if ``dY`` does not have the shape of ``Y``.
+        ValueError: as :func:`qkv.multi_head_attention`, or if ``dY`` does not
+            have the shape of ``Y``.
     """
     heads, W_O, b_O = _check_multi_head(X, heads, W_O, b_O)
     X = as_real_array("X", X, min_ndim=2)
-    # 1) forward again, keeping each head's Q, K, V: (..., n, d_k), (..., n, d_k), (..., n, d_v)
-    projected = [(linear(X, h.W_Q, h.b_Q), linear(X, h.W_K, h.b_K), linear(X, h.W_V, h.b_V)) for h in heads]
-    attended = [scaled_dot_product_attention(Q, K, V, mask) for Q, K, V in projected]  # (output, A) per head
-    concat = np.concatenate([output for output, _ in attended], axis=-1)  # (..., n, h * d_v)
+    # 1) forward again, keeping each head's Q, K, V and weights A
+    projected = [tuple(linear(X, W, b) for W, b in
+                       ((h.W_Q, h.b_Q), (h.W_K, h.b_K), (h.W_V, h.b_V)))
+                 for h in heads]
+    attended = [scaled_dot_product_attention(Q, K, V, mask)  # (output, A)
+                for Q, K, V in projected]
+    concat = np.concatenate([O for O, _ in attended], axis=-1)  # (..., n, h d_v)
+    Y_shape = concat.shape[:-1] + W_O.shape[1:]
     dY = as_real_array("dY", dY, min_ndim=2)
-    if dY.shape != concat.shape[:-1] + W_O.shape[1:]:
+    if dY.shape != Y_shape:
         raise ValueError(f"dY has shape {shape_str(dY.shape)} but Y has "
-                         f"{shape_str(concat.shape[:-1] + W_O.shape[1:])}; dY has the shape of Y")
+                         f"{shape_str(Y_shape)}; dY has the shape of Y")
     # 2) through W_O, then cut the concatenation's gradient into one dO per head
-    d_concat, dW_O, db_O = linear_backward(concat, W_O, dY)  # (..., n, h * d_v)
-    cuts = np.cumsum([h.d_v for h in heads])[:-1]
+    d_concat, dW_O, db_O = linear_backward(concat, W_O, dY)  # (..., n, h d_v)
+    d_outputs = np.split(d_concat, np.cumsum([h.d_v for h in heads])[:-1], axis=-1)
     dX = np.zeros_like(X)
     head_gradients = []
-    for head, (Q, K, V), (_, A), dO in zip(heads, projected, attended, np.split(d_concat, cuts, axis=-1)):
+    for head, (Q, K, V), (_, A), dO in zip(heads, projected, attended, d_outputs):
         # 3) through attention, then 4) through each projection into X
         dQ, dK, dV = _backward_through_weights(Q, K, V, A, dO)
         gradients = []
-        for W, b, dZ in ((head.W_Q, head.b_Q, dQ), (head.W_K, head.b_K, dK), (head.W_V, head.b_V, dV)):
+        for W, b, dZ in ((head.W_Q, head.b_Q, dQ), (head.W_K, head.b_K, dK),
+                         (head.W_V, head.b_V, dV)):
             dX_part, dW, db = linear_backward(X, W, dZ)
             dX += dX_part
-            gradients.append((dW, None if b is None else db))
-        (dW_Q, db_Q), (dW_K, db_K), (dW_V, db_V) = gradients
+            gradients += [dW, None if b is None else db]
+        dW_Q, db_Q, dW_K, db_K, dW_V, db_V = gradients
         head_gradients.append(Head(dW_Q, dW_K, dW_V, db_Q, db_K, db_V))
-    return dX, MultiHead(tuple(head_gradients), dW_O, None if b_O is None else db_O)
+    db_O = None if b_O is None else db_O
+    return dX, MultiHead(tuple(head_gradients), dW_O, db_O)
 
 
-def central_differences(f: Callable[[np.ndarray], float], x, h: float = 1e-5) -> np.ndarray:
-    r"""The gradient of a scalar function ``f`` at ``x``, approximated one entry at a time.
+def central_differences(f: Callable[[np.ndarray], float], x, h: float = 1e-5):
+    r"""The gradient of a scalar function ``f`` at ``x``, one entry at a time.
 
     .. math::
-        \frac{\partial f}{\partial x_k} \approx \frac{f(x + h\,e_k) - f(x - h\,e_k)}{2h}
+        \frac{\partial f}{\partial x_k}
+        \approx \frac{f(x + h\,e_k) - f(x - h\,e_k)}{2h}
 
-    :math:`e_k` is 1 at entry :math:`k` and 0 elsewhere. The error of the central difference falls
-    like :math:`h^2` until rounding takes over (about :math:`10^{-16}/h` in float64), so a step near
-    :math:`10^{-5}` agrees with an exact gradient to about :math:`10^{-10}`. It costs two calls of
-    ``f`` per entry: a check, not a way to train.
+    :math:`e_k` is 1 at entry :math:`k` and 0 elsewhere. The error falls like
+    :math:`h^2` until rounding takes over (about :math:`10^{-16}/h` in float64),
+    so a step near :math:`10^{-5}` agrees with an exact gradient to about
+    :math:`10^{-10}`. It costs two calls of ``f`` per entry: a check, not a way
+    to train.
 
     Args:
         f: takes an array shaped like ``x`` and returns one number (a loss).
@@ -227,7 +248,8 @@ def central_differences(f: Callable[[np.ndarray], float], x, h: float = 1e-5) ->
         Array of the shape of ``x``.
 
     Raises:
-        ValueError: if ``h`` is not positive, or ``f`` does not return one finite number.
+        ValueError: if ``h`` is not positive, or ``f`` does not return one
+            finite number.
     """
     x = as_real_array("x", x, min_ndim=0)
     h = as_positive_number("h", h)

@@ -116,25 +116,30 @@ class Adam:
                 raise ValueError(f"Adam's {name} must lie in [0, 1), got {beta!r}")
 
     def update(self, parameters: dict, gradients: dict) -> dict:
-        """The parameters after one step; the moments ``m`` and ``v`` are updated in place.
+        """The parameters after one step; the moments ``m`` and ``v`` are updated
+        in place.
 
         Raises:
-            ValueError: if the gradients do not name the same arrays, in the same shapes.
+            ValueError: if the gradients do not name the same arrays, in the same
+                shapes.
         """
         if set(parameters) != set(gradients):
-            raise ValueError(f"gradients for {sorted(set(gradients) ^ set(parameters))} without their "
-                             "parameter (or the other way round); each parameter needs one gradient")
+            odd = sorted(set(gradients) ^ set(parameters))
+            raise ValueError(f"gradients for {odd} without their parameter (or the "
+                             "other way round); each parameter needs one gradient")
         self.steps += 1
         moved = {}
         for name, theta in parameters.items():
             g = np.asarray(gradients[name], dtype=float)
             if g.shape != np.shape(theta):
-                raise ValueError(f"the gradient of {name} has shape {shape_str(g.shape)} but {name} has "
-                                 f"{shape_str(np.shape(theta))}")
+                raise ValueError(
+                    f"the gradient of {name} has shape {shape_str(g.shape)} "
+                    f"but {name} has {shape_str(np.shape(theta))}")
             m = self.beta_1 * self.m.get(name, 0.0) + (1 - self.beta_1) * g
             v = self.beta_2 * self.v.get(name, 0.0) + (1 - self.beta_2) * g * g
             self.m[name], self.v[name] = m, v
-            m_hat = m / (1 - self.beta_1 ** self.steps)
+            m_hat = m / (1 - self.beta_1 ** self.steps)  # undo the start at 0
             v_hat = v / (1 - self.beta_2 ** self.steps)
-            moved[name] = theta - self.learning_rate * m_hat / (np.sqrt(v_hat) + self.eps)
+            step = self.learning_rate * m_hat / (np.sqrt(v_hat) + self.eps)
+            moved[name] = theta - step
         return moved

@@ -70,6 +70,20 @@ def check_broadcast(what: str, name_a: str, a: tuple[int, ...], name_b: str, b: 
         ) from None
 
 
+def check_qkv_widths(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> None:
+    """Q and K must share d_k (the last axis), K and V the number of keys (axis -2)."""
+    if Q.shape[-1] != K.shape[-1]:
+        raise ValueError(
+            f"Q has d_k={Q.shape[-1]} but K has d_k={K.shape[-1]}; Q @ K^T needs the same last axis "
+            f"(Q {shape_str(Q.shape)}, K {shape_str(K.shape)})"
+        )
+    if K.shape[-2] != V.shape[-2]:
+        raise ValueError(
+            f"K has n_k={K.shape[-2]} keys but V has {V.shape[-2]} values; every key needs one value row "
+            f"(K {shape_str(K.shape)}, V {shape_str(V.shape)})"
+        )
+
+
 def as_mask(mask, scores_shape: tuple[int, ...]) -> np.ndarray:
     """A boolean mask (True = may attend) that broadcasts to ``scores_shape`` (..., n_q, n_k)."""
     m = np.asarray(mask)

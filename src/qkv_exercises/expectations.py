@@ -16,12 +16,71 @@ from qkv.attention import cross_attention, linear, scaled_dot_product_attention,
 from qkv.examples import BYTES_PER_NUMBER
 from qkv.multihead import Head, fused_multi_head_attention
 from qkv.position import position_angles, sinusoidal_position_encoding
-from qkv.variants import VariantDraw
 from qkv.vision import patchify, to_patch_grid
 
 from . import slips
 from .checking import CODE_TOLERANCE, HAND_TOLERANCE, Expectation, Labels, describe_input, rows_sum_to_one
 from .checks import Choice, ChoiceCheck
+from .problem_sets.ps3_sqrt_dk_slips import (
+    SCALED_BY_SQRT_ONCE,
+    SCALING_NOT_APPLIED,
+    VARIANCE_GIVEN,
+    VARIANCE_NOT_SQUARED,
+)
+from .problem_sets.ps4_single_head_slips import WEIGHTS_READ_BY_COLUMNS
+from .problem_sets.ps5_multi_head_slips import MULTI_HEAD_SLIPS, multi_head_steps
+from .problem_sets.ps6_maps_slips import (
+    GRID_FILLED_BY_COLUMNS,
+    ONE_BASED_POSITION,
+    PATCH_NUMBER_GIVEN,
+    ROW_AND_COLUMN_SWAPPED,
+    patch_grid_with_slip,
+)
+from .problem_sets.ps7_masks_slips import (
+    CROSS_SOURCES_SWAPPED,
+    DECODER_KEYS,
+    MASK_SLIPS,
+    cross_attention_steps,
+    masked_softmax_steps,
+)
+from .problem_sets.ps8_position_slips import (
+    DEGREES_NOT_RADIANS,
+    EXPONENT_I_NOT_2I,
+    EXPONENT_SIGN,
+    FIRST_PAIR_ONLY,
+    NOT_REORDERED,
+    REORDERED_BY_INVERSE,
+    SINES_THEN_COSINES,
+    SINE_OF_OFFSET,
+    SIN_COS_SWAPPED,
+    encoding_with_slip,
+    reordered,
+)
+from .problem_sets.ps9_block_slips import BLOCK_ROW_SLIPS, block_row_steps
+from .problem_sets.ps10_online_softmax_slips import (
+    BITS_NOT_BYTES,
+    BLOCK_MAX_AS_RUNNING_MAX,
+    BYTES_FORGOTTEN,
+    EVERY_HEAD_COUNTED,
+    GB_NOT_GIB,
+    GROWTH_LINEAR,
+    HEADS_FORGOTTEN,
+    MIB_NOT_GIB,
+    N_NOT_SQUARED,
+    ONLINE_SLIPS,
+    RESCALE_EXPONENT_FLIPPED,
+    RESCALE_FORGOTTEN,
+    RESCALE_NOT_EXPONENTIATED,
+    WRONG_BYTES_PER_NUMBER,
+    online_steps,
+)
+from .problem_sets.ps11_soft_lookup_slips import KERNEL_SLIPS, kernel_steps
+from .problem_sets.ps12_trained_model_slips import (
+    HEAD_COUNTED_FROM_0,
+    LAYER_ATTENTION_SLIPS,
+    layer_attention_with_slip,
+)
+from .variants import VariantDraw
 
 # --------------------------------------------------------------------------- steps of attention
 
@@ -104,8 +163,8 @@ def expect_attention_step(step: str, Q, K, V, *, name: str, queries=None, keys=N
 
 def expect_multi_head_step(step: str, X, heads, W_O, b_O=None, *, name: str, tokens=None) -> Expectation:
     """``"O_concat"`` or ``"Y"`` of :func:`qkv.multi_head_attention` on ``X``."""
-    slip_steps = [(slip, slips.multi_head_steps(X, heads, W_O, b_O, slip)) for slip in slips.MULTI_HEAD_SLIPS]
-    return _step_expectation(step, name, slips.multi_head_steps(X, heads, W_O, b_O), slip_steps, tokens, tokens)
+    slip_steps = [(slip, multi_head_steps(X, heads, W_O, b_O, slip)) for slip in MULTI_HEAD_SLIPS]
+    return _step_expectation(step, name, multi_head_steps(X, heads, W_O, b_O), slip_steps, tokens, tokens)
 
 
 def expect_softmax(scores, *, name: str) -> Expectation:
@@ -123,7 +182,7 @@ def expect_weighted_sum(weights, V, *, name: str, tokens=None) -> Expectation:
     expected = linear(weights, V)  # (n, d_v) = A V
     return Expectation(
         expected, HAND_TOLERANCE, formula="A V", shape_help=step_meaning("O", expected), labels=(tokens, None),
-        slip_values=[(slips.WEIGHTS_READ_BY_COLUMNS, linear(np.asarray(weights).T, V))],
+        slip_values=[(WEIGHTS_READ_BY_COLUMNS, linear(np.asarray(weights).T, V))],
         hints=[lambda value, labels: "Row i of A V is the weighted sum of the value rows: "
                                      "A[i, 0] V[0] + A[i, 1] V[1] + ..."],
         what="your answer, a list of rows of numbers",
@@ -150,14 +209,14 @@ def expect_dot_product_variance(d_k: int, variance: float, *, scaled: bool = Fal
     if scaled:
         return Expectation(
             np.array(raw / d_k), formula=f"Var(q.k / sqrt(d_k)) for d_k = {d_k}",
-            slip_values=[(slips.SCALING_NOT_APPLIED, np.array(raw)),
-                         (slips.SCALED_BY_SQRT_ONCE, np.array(raw / np.sqrt(d_k))),
-                         (slips.VARIANCE_NOT_SQUARED, np.array(variance))],
+            slip_values=[(SCALING_NOT_APPLIED, np.array(raw)),
+                         (SCALED_BY_SQRT_ONCE, np.array(raw / np.sqrt(d_k))),
+                         (VARIANCE_NOT_SQUARED, np.array(variance))],
             what="your answer, one number")
     return Expectation(
         np.array(raw), formula=f"Var(q.k) for d_k = {d_k}",
         slip_values=[(slips.STANDARD_DEVIATION_GIVEN, np.array(np.sqrt(raw))),
-                     (slips.VARIANCE_NOT_SQUARED, np.array(d_k * variance))],
+                     (VARIANCE_NOT_SQUARED, np.array(d_k * variance))],
         what="your answer, one number")
 
 
@@ -166,8 +225,8 @@ def expect_typical_size(d_k: int, variance: float) -> Expectation:
     raw = dot_product_variance(d_k, variance)
     return Expectation(
         np.array(np.sqrt(raw)), formula=f"sqrt(Var(q.k)) for d_k = {d_k}",
-        slip_values=[(slips.VARIANCE_GIVEN, np.array(raw)),
-                     (slips.VARIANCE_NOT_SQUARED, np.array(np.sqrt(d_k * variance)))],
+        slip_values=[(VARIANCE_GIVEN, np.array(raw)),
+                     (VARIANCE_NOT_SQUARED, np.array(np.sqrt(d_k * variance)))],
         what="your answer, one number")
 
 
@@ -207,8 +266,8 @@ def expect_patch_grid(image, patch_size: int, query_patch: int, *, name: str) ->
     return Expectation(
         to_patch_grid(weights, (rows, cols)), formula=f"patch {query_patch}'s weights on the {rows}x{cols} grid",
         shape_help=f"one row per row of patches ({rows}), one column per column of patches ({cols})",
-        slip_values=[(slips.GRID_FILLED_BY_COLUMNS, slips.patch_grid_with_slip(weights, (rows, cols),
-                                                                             slips.GRID_FILLED_BY_COLUMNS)),
+        slip_values=[(GRID_FILLED_BY_COLUMNS, patch_grid_with_slip(weights, (rows, cols),
+                                                                             GRID_FILLED_BY_COLUMNS)),
                      (slips.NO_SQRT_DK, to_patch_grid(unscaled, (rows, cols)))],
         hints=[_grid_sums_to_one(name)],
         what=f"your answer, a list of {rows} rows of {cols} weights")
@@ -233,9 +292,9 @@ def expect_brightest_patch(image, patch_size: int, query_patch: int) -> Expectat
     return Expectation(
         expected, formula=f"(row, column) of the largest of patch {query_patch}'s weights",
         shape_help="two numbers: (row, column)",
-        slip_values=[(slips.ROW_AND_COLUMN_SWAPPED, expected[::-1]),
-                     (slips.PATCH_NUMBER_GIVEN, np.array(float(best))),
-                     (slips.ONE_BASED_POSITION, expected + 1)],
+        slip_values=[(ROW_AND_COLUMN_SWAPPED, expected[::-1]),
+                     (PATCH_NUMBER_GIVEN, np.array(float(best))),
+                     (ONE_BASED_POSITION, expected + 1)],
         what="your answer, the position (row, column) counting from 0")
 
 
@@ -292,11 +351,11 @@ _STATE_HELP = "two numbers, [m, l]: the running maximum m and the running sum l"
 
 def expect_online_state(blocks, t: int) -> Expectation:
     """``[m_t, l_t]``: the running maximum and sum of the online softmax after block ``t`` (from 1)."""
-    steps = slips.online_steps(blocks)
-    candidates = [(slip, slips.online_steps(blocks, slip)["running"][t - 1]) for slip in slips.ONLINE_SLIPS[:6]]
+    steps = online_steps(blocks)
+    candidates = [(slip, online_steps(blocks, slip)["running"][t - 1]) for slip in ONLINE_SLIPS[:6]]
     if t > 1:  # the block's maximum taken as the running maximum, and nothing rescaled
         block, (_, l_before) = np.asarray(blocks[t - 1], dtype=float), steps["running"][t - 2]
-        candidates.append((slips.BLOCK_MAX_AS_RUNNING_MAX,
+        candidates.append((BLOCK_MAX_AS_RUNNING_MAX,
                            np.array([block.max(), l_before + np.exp(block - block.max()).sum()])))
     return Expectation(steps["running"][t - 1], formula=f"[m_{t}, l_{t}] after block {t}", shape_help=_STATE_HELP,
                        labels=(("m", "l"),), slip_values=slips.merged(candidates), what="your answer, the pair [m, l]")
@@ -304,20 +363,20 @@ def expect_online_state(blocks, t: int) -> Expectation:
 
 def expect_rescale(blocks, t: int) -> Expectation:
     """The factor ``e^(m_(t-1) - m_t)`` by which the running sum is multiplied when block ``t`` is read."""
-    steps = slips.online_steps(blocks)
+    steps = online_steps(blocks)
     return Expectation(
         np.array(steps["rescale"][t - 1]), formula=f"e^(m_{t - 1} - m_{t})",
-        slip_values=[(slip, np.array(slips.online_steps(blocks, slip)["rescale"][t - 1]))
-                     for slip in (slips.RESCALE_EXPONENT_FLIPPED, slips.RESCALE_NOT_EXPONENTIATED,
-                                  slips.RESCALE_FORGOTTEN)],
+        slip_values=[(slip, np.array(online_steps(blocks, slip)["rescale"][t - 1]))
+                     for slip in (RESCALE_EXPONENT_FLIPPED, RESCALE_NOT_EXPONENTIATED,
+                                  RESCALE_FORGOTTEN)],
         what="your answer, one number")
 
 
 def expect_online_weights(blocks, *, name: str) -> Expectation:
     """The softmax of the whole row that ``blocks`` cut, from the final running maximum and sum."""
     scores = np.concatenate([np.asarray(b, dtype=float) for b in blocks])
-    online = [(slip, slips.online_steps(blocks, slip).get("weights")) for slip in slips.ONLINE_SLIPS]
-    return Expectation(slips.online_steps(blocks)["weights"], formula="e^(s_j - m) / l with the final m and l",
+    online = [(slip, online_steps(blocks, slip).get("weights")) for slip in ONLINE_SLIPS]
+    return Expectation(online_steps(blocks)["weights"], formula="e^(s_j - m) / l with the final m and l",
                        shape_help=f"one weight per score ({len(scores)})",
                        slip_values=slips.merged(online + slips.softmax_slip_values(scores)),
                        hints=[rows_sum_to_one(name)],
@@ -330,8 +389,8 @@ WHOLE_NUMBER = 0.5  # a count is right when it is the exact whole number
 def expect_scores_per_head(n: int, heads: int) -> Expectation:
     """How many scores one head computes for ``n`` tokens: ``n^2``."""
     return Expectation(np.array(float(n * n)), WHOLE_NUMBER, formula=f"n^2 for n = {n}",
-                       slip_values=[(slips.N_NOT_SQUARED, np.array(float(n))),
-                                    (slips.EVERY_HEAD_COUNTED, np.array(float(heads * n * n)))],
+                       slip_values=[(N_NOT_SQUARED, np.array(float(n))),
+                                    (EVERY_HEAD_COUNTED, np.array(float(heads * n * n)))],
                        what="your answer, a whole number")
 
 
@@ -341,35 +400,35 @@ def _weights_bytes(n: int, heads: int, dtype: str) -> float:
 
 def expect_weights_bytes(n: int, heads: int, dtype: str) -> Expectation:
     """The bytes that the ``n x n`` weights of ``heads`` heads take, stored as ``dtype``."""
-    others = [(slips.WRONG_BYTES_PER_NUMBER, np.array(_weights_bytes(n, heads, other)))
+    others = [(WRONG_BYTES_PER_NUMBER, np.array(_weights_bytes(n, heads, other)))
               for other in BYTES_PER_NUMBER if other != dtype]
     return Expectation(
         np.array(_weights_bytes(n, heads, dtype)), WHOLE_NUMBER, formula=f"h n^2 x (bytes per {dtype})",
-        slip_values=[(slips.HEADS_FORGOTTEN, np.array(_weights_bytes(n, 1, dtype))),
-                     (slips.BYTES_FORGOTTEN, np.array(float(heads * n * n))),
-                     (slips.BITS_NOT_BYTES, np.array(8 * _weights_bytes(n, heads, dtype))),
-                     (slips.N_NOT_SQUARED, np.array(float(heads * n * BYTES_PER_NUMBER[dtype]))), *others],
+        slip_values=[(HEADS_FORGOTTEN, np.array(_weights_bytes(n, 1, dtype))),
+                     (BYTES_FORGOTTEN, np.array(float(heads * n * n))),
+                     (BITS_NOT_BYTES, np.array(8 * _weights_bytes(n, heads, dtype))),
+                     (N_NOT_SQUARED, np.array(float(heads * n * BYTES_PER_NUMBER[dtype]))), *others],
         what="your answer, a whole number of bytes")
 
 
 def expect_weights_gib(n: int, heads: int, dtype: str) -> Expectation:
     """The GiB (2^30 bytes) that the ``n x n`` weights of ``heads`` heads take, stored as ``dtype``."""
     size = _weights_bytes(n, heads, dtype)
-    others = [(slips.WRONG_BYTES_PER_NUMBER, np.array(_weights_bytes(n, heads, other) / 2**30))
+    others = [(WRONG_BYTES_PER_NUMBER, np.array(_weights_bytes(n, heads, other) / 2**30))
               for other in BYTES_PER_NUMBER if other != dtype]
     return Expectation(
         np.array(size / 2**30), formula=f"h n^2 x (bytes per {dtype}) / 2^30",
-        slip_values=[(slips.GB_NOT_GIB, np.array(size / 1e9)), (slips.MIB_NOT_GIB, np.array(size / 2**20)),
-                     (slips.HEADS_FORGOTTEN, np.array(size / heads / 2**30)),
-                     (slips.BYTES_FORGOTTEN, np.array(size / BYTES_PER_NUMBER[dtype] / 2**30)),
-                     (slips.BITS_NOT_BYTES, np.array(8 * size / 2**30)), *others],
+        slip_values=[(GB_NOT_GIB, np.array(size / 1e9)), (MIB_NOT_GIB, np.array(size / 2**20)),
+                     (HEADS_FORGOTTEN, np.array(size / heads / 2**30)),
+                     (BYTES_FORGOTTEN, np.array(size / BYTES_PER_NUMBER[dtype] / 2**30)),
+                     (BITS_NOT_BYTES, np.array(8 * size / 2**30)), *others],
         what="your answer, a number of GiB")
 
 
 def expect_memory_growth(growth: int) -> Expectation:
     """By what factor the memory of the weights grows when the context grows ``growth``-fold."""
     return Expectation(np.array(float(growth**2)), formula=f"({growth} n)^2 / n^2",
-                       slip_values=[(slips.GROWTH_LINEAR, np.array(float(growth)))], what="your answer, one number")
+                       slip_values=[(GROWTH_LINEAR, np.array(float(growth)))], what="your answer, one number")
 
 
 # --------------------------------------------------------------------------- attention as soft lookup
@@ -386,11 +445,11 @@ def expect_kernel_step(step: str, q, K, V, sigma: float, *, name: str, keys=None
     of a Gaussian kernel of width ``sigma`` for the one query ``q`` ``(1, d)`` over ``K``, with values ``V``."""
     if step not in _KERNEL_FORMULAS:
         raise ValueError(f"unknown step {step!r}; the steps are {', '.join(_KERNEL_FORMULAS)}")
-    expected = slips.kernel_steps(q, K, V, sigma)[step][0]
+    expected = kernel_steps(q, K, V, sigma)[step][0]
     per_key = step != "prediction"
     slip_values = []
-    for slip in slips.KERNEL_SLIPS:
-        value = slips.kernel_steps(q, K, V, sigma, slip).get(step)
+    for slip in KERNEL_SLIPS:
+        value = kernel_steps(q, K, V, sigma, slip).get(step)
         slip_values.append((slip, None if value is None else value[0]))
     return Expectation(
         expected, formula=_KERNEL_FORMULAS[step],
@@ -414,10 +473,10 @@ def expect_masked_step(step: str, scores, mask, *, name: str, queries=None, keys
     if step not in _MASKED_FORMULAS:
         raise ValueError(f"unknown step {step!r}; the steps are {', '.join(_MASKED_FORMULAS)}")
     pick = (lambda M: M) if row is None else (lambda M: M[row])
-    expected = pick(slips.masked_softmax_steps(scores, mask)[step])
+    expected = pick(masked_softmax_steps(scores, mask)[step])
     slip_values = []
-    for slip in slips.MASK_SLIPS:
-        value = slips.masked_softmax_steps(scores, mask, slip).get(step)
+    for slip in MASK_SLIPS:
+        value = masked_softmax_steps(scores, mask, slip).get(step)
         slip_values.append((slip, None if value is None else pick(value)))
     if row is None:
         shape_help = f"one row per query ({expected.shape[0]}), one column per key ({expected.shape[1]})"
@@ -433,11 +492,11 @@ def expect_cross_step(step: str, X_q, X_kv, head, *, name: str, queries=None, ke
     """One step (``"S"``, ``"A"``, ``"O"``, ...) of cross-attention: queries from ``X_q``, keys and values from
     ``X_kv``; expected: :func:`qkv.cross_attention` (and its scores)."""
     head = head if isinstance(head, Head) else Head(*head)
-    steps = slips.cross_attention_steps(X_q, X_kv, head)
+    steps = cross_attention_steps(X_q, X_kv, head)
     output, weights = cross_attention(X_q, X_kv, *head)
     steps = {**steps, "A": weights, "O": output}
-    slip_steps = [(slip, slips.cross_attention_steps(X_q, X_kv, head, slip))
-                  for slip in (slips.CROSS_SOURCES_SWAPPED, slips.DECODER_KEYS, *slips.ATTENTION_SLIPS)]
+    slip_steps = [(slip, cross_attention_steps(X_q, X_kv, head, slip))
+                  for slip in (CROSS_SOURCES_SWAPPED, DECODER_KEYS, *slips.ATTENTION_SLIPS)]
     return _step_expectation(step, name, steps, slip_steps, queries, keys)
 
 
@@ -448,7 +507,7 @@ def expect_reordered(values, order, *, name: str, tokens=None) -> Expectation:
     """The outputs ``P O`` of a sentence after its tokens are reordered (token ``order[i]`` at place ``i``);
     ``tokens``: the reordered tokens. With ``values`` the identity, the permutation matrix ``P`` itself."""
     values = np.asarray(values, dtype=float)
-    expected = slips.reordered(values, order)
+    expected = reordered(values, order)
     rows, cols = expected.shape
     is_P = np.array_equal(values, np.eye(rows))
     return Expectation(
@@ -456,13 +515,13 @@ def expect_reordered(values, order, *, name: str, tokens=None) -> Expectation:
         shape_help=(f"one row per place of the reordered sentence ({rows}), one column per token of the first "
                     f"({cols})" if is_P else f"one row per token ({rows}), one column per value dimension ({cols})"),
         labels=(tokens, None),
-        slip_values=[(slip, slips.reordered(values, order, slip))
-                     for slip in (slips.NOT_REORDERED, slips.REORDERED_BY_INVERSE)],
+        slip_values=[(slip, reordered(values, order, slip))
+                     for slip in (NOT_REORDERED, REORDERED_BY_INVERSE)],
         what="your answer, a list of rows of numbers")
 
 
-_ENCODING_SLIPS = (slips.SIN_COS_SWAPPED, slips.SINES_THEN_COSINES, slips.EXPONENT_I_NOT_2I, slips.EXPONENT_SIGN,
-                   slips.DEGREES_NOT_RADIANS)
+_ENCODING_SLIPS = (SIN_COS_SWAPPED, SINES_THEN_COSINES, EXPONENT_I_NOT_2I, EXPONENT_SIGN,
+                   DEGREES_NOT_RADIANS)
 
 
 def expect_position_angles(position: int, d_model: int) -> Expectation:
@@ -473,8 +532,8 @@ def expect_position_angles(position: int, d_model: int) -> Expectation:
         expected, HAND_TOLERANCE, formula=f"p w_i = {position} x 10000^(-2i/{d_model})",
         shape_help=f"one angle per pair of dimensions (d_model / 2 = {d_model // 2})",
         labels=([f"i = {k}" for k in i],),
-        slip_values=[(slips.EXPONENT_I_NOT_2I, position * 10000.0 ** (-i / d_model)),
-                     (slips.EXPONENT_SIGN, position * 10000.0 ** (2 * i / d_model))],
+        slip_values=[(EXPONENT_I_NOT_2I, position * 10000.0 ** (-i / d_model)),
+                     (EXPONENT_SIGN, position * 10000.0 ** (2 * i / d_model))],
         what=f"your answer, a list of {d_model // 2} angles")
 
 
@@ -485,7 +544,7 @@ def expect_position_encoding(position: int, d_model: int) -> Expectation:
         expected, HAND_TOLERANCE, formula=f"PE_{position} = [sin(p w_0), cos(p w_0), sin(p w_1), ...]",
         shape_help=f"one entry per dimension (d_model = {d_model})",
         labels=([f"dimension {j}" for j in range(d_model)],),
-        slip_values=[(slip, slips.encoding_with_slip([position], d_model, slip)[0]) for slip in _ENCODING_SLIPS],
+        slip_values=[(slip, encoding_with_slip([position], d_model, slip)[0]) for slip in _ENCODING_SLIPS],
         what=f"your answer, a list of {d_model} numbers")
 
 
@@ -498,10 +557,10 @@ def expect_offset_dot_product(pair: tuple[int, int], d_model: int) -> Expectatio
     offsets = (q - p) * 10000.0 ** (-np.arange(0, d_model, 2) / d_model)  # (q - p) w_i
     return Expectation(
         expected, HAND_TOLERANCE, formula=f"PE_{p} . PE_{q} = sum_i cos(({q} - {p}) w_i)",
-        slip_values=[(slips.FIRST_PAIR_ONLY, np.array(np.cos(offsets[0]))),
-                     (slips.SINE_OF_OFFSET, np.array(np.sin(offsets).sum())),
-                     (slips.DEGREES_NOT_RADIANS, np.array(np.cos(np.radians(offsets)).sum())),
-                     (slips.EXPONENT_I_NOT_2I,
+        slip_values=[(FIRST_PAIR_ONLY, np.array(np.cos(offsets[0]))),
+                     (SINE_OF_OFFSET, np.array(np.sin(offsets).sum())),
+                     (DEGREES_NOT_RADIANS, np.array(np.cos(np.radians(offsets)).sum())),
+                     (EXPONENT_I_NOT_2I,
                       np.array(np.cos((q - p) * 10000.0 ** (-np.arange(d_model // 2) / d_model)).sum()))],
         what="your answer, one number")
 
@@ -521,14 +580,14 @@ def expect_block_row_step(step: str, x, attended, gamma, beta, eps, *, name: str
     """One step of a token's row through the residual sum and the layer norm (see
     :func:`qkv_exercises.slips.block_row_steps`); every slip of :data:`~qkv_exercises.slips.BLOCK_ROW_SLIPS`
     is a candidate."""
-    steps = slips.block_row_steps(x, attended, gamma, beta, eps)
+    steps = block_row_steps(x, attended, gamma, beta, eps)
     if step not in steps:
         raise ValueError(f"unknown step {step!r}; the steps are {', '.join(steps)}")
     formula, shape_help = _BLOCK_ROW_STEPS[step]
     return Expectation(
         steps[step], HAND_TOLERANCE, formula=formula, shape_help=shape_help,
-        slip_values=[(slip, slips.block_row_steps(x, attended, gamma, beta, eps, slip).get(step))
-                     for slip in slips.BLOCK_ROW_SLIPS],
+        slip_values=[(slip, block_row_steps(x, attended, gamma, beta, eps, slip).get(step))
+                     for slip in BLOCK_ROW_SLIPS],
         what="your answer, one number" if steps[step].ndim == 0 else "your answer, a list of 4 numbers")
 
 
@@ -543,7 +602,7 @@ def layer_weights(X, arrays, num_heads: int, slip=None) -> np.ndarray | None:
     W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O = (arrays[name] for name in LAYER_ARRAYS)
     if slip is None:
         return fused_multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, b_Q, b_K, b_V, b_O)[1]
-    slipped = slips.layer_attention_with_slip(X, W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O, num_heads, slip)
+    slipped = layer_attention_with_slip(X, W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O, num_heads, slip)
     return None if slipped is None else slipped[1]
 
 
@@ -552,9 +611,9 @@ def expect_head_map(X, arrays, num_heads: int, head: int, *, name: str, tokens) 
     forward pass's weights, checked to the tolerance of code (1e-6)."""
     weights = layer_weights(X, arrays, num_heads)  # (h, n, n)
     slip_values = [(slip, None if (w := layer_weights(X, arrays, num_heads, slip)) is None else w[head - 1])
-                   for slip in slips.LAYER_ATTENTION_SLIPS if slip != slips.W_O_TRANSPOSED]
+                   for slip in LAYER_ATTENTION_SLIPS if slip != slips.W_O_TRANSPOSED]
     if head < num_heads:
-        slip_values.insert(0, (slips.HEAD_COUNTED_FROM_0, weights[head]))
+        slip_values.insert(0, (HEAD_COUNTED_FROM_0, weights[head]))
     return Expectation(
         weights[head - 1], CODE_TOLERANCE, formula=f"head {head}'s weights softmax(Q K^T / sqrt(d_k))",
         shape_help=f"one row per query token ({len(tokens)}), one column per key token ({len(tokens)})",

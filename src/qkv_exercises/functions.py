@@ -37,6 +37,35 @@ from .checking import (
 )
 from .checks import Call, Raised
 from .expectations import LAYER_ARRAYS, step_meaning
+from .problem_sets.ps4_single_head_slips import WRONG_AXIS
+from .problem_sets.ps7_masks_slips import (
+    DIAGONAL_BLOCKED,
+    MASK_AFTER_SOFTMAX,
+    MASK_INVERTED,
+    MASK_NOT_APPLIED,
+    MASK_WRONG_TRIANGLE,
+    MASK_ZERO_NOT_NEG_INF,
+    PADDING_OFF_BY_ONE,
+    PADDING_QUERY_AXIS_MISSING,
+    masked_softmax_steps,
+)
+from .problem_sets.ps8_position_slips import (
+    DEGREES_NOT_RADIANS,
+    EXPONENT_I_NOT_2I,
+    EXPONENT_SIGN,
+    POSITIONS_FROM_ONE,
+    SINES_THEN_COSINES,
+    SIN_COS_SWAPPED,
+    encoding_with_slip,
+)
+from .problem_sets.ps9_block_slips import (
+    LAYER_NORM_SLIPS,
+    STATISTICS_WITHOUT_KEEPDIMS,
+    layer_norm_with_slip,
+)
+from .problem_sets.ps10_online_softmax_slips import ONLINE_SLIPS, fold_with_slip, online_steps
+from .problem_sets.ps11_soft_lookup_slips import KERNEL_SLIPS, kernel_steps
+from .problem_sets.ps12_trained_model_slips import LAYER_ATTENTION_SLIPS, layer_attention_with_slip
 
 SIMULATION_TOLERANCE = 0.10  # a simulated variance passes within 10% of the exact one
 SIMULATION_SAMPLES = 20_000
@@ -83,7 +112,7 @@ def judge_softmax(call: Call, result, reveal: bool) -> Verdict:
     slip_values = list(slips.softmax_slip_values(scores, axis))
     for other in range(scores.ndim):
         if other != axis % scores.ndim:
-            slip = slips.SOFTMAX_OVER_COLUMNS if scores.ndim == 2 and axis % 2 == 1 else slips.WRONG_AXIS
+            slip = slips.SOFTMAX_OVER_COLUMNS if scores.ndim == 2 and axis % 2 == 1 else WRONG_AXIS
             slip_values.append((slip, softmax(scores, axis=other)))
     expectation = Expectation(softmax(scores, axis=axis), CODE_TOLERANCE, shape_help="the shape of the scores",
                               slip_values=slip_values, nonfinite_hint=OVERFLOW_HINT, what="an array")
@@ -371,8 +400,8 @@ def judge_fold_block(call: Call, result, reveal: bool) -> Verdict:
     not_a_pair = _pair(call, result, "m_new, l_new")
     if not_a_pair:
         return not_a_pair
-    slip_values = slips.merged([(slip, np.array(slips.fold_with_slip(m, l, block, slip)[:2]))
-                                for slip in slips.ONLINE_SLIPS[:6]])
+    slip_values = slips.merged([(slip, np.array(fold_with_slip(m, l, block, slip)[:2]))
+                                for slip in ONLINE_SLIPS[:6]])
     expectation = Expectation(np.array(folded(m, l, block)), CODE_TOLERANCE, labels=(("m", "l"),),
                               shape_help="the pair (m_new, l_new)", slip_values=slip_values,
                               nonfinite_hint=ONLINE_OVERFLOW_HINT, what="the pair (m_new, l_new)")
@@ -426,8 +455,8 @@ def judge_online_softmax(call: Call, result, reveal: bool) -> Verdict:
     if not_a_pair:
         return not_a_pair
     weights, running = result
-    steps = slips.online_steps(blocks)
-    slipped = [(slip, slips.online_steps(blocks, slip)) for slip in slips.ONLINE_SLIPS]
+    steps = online_steps(blocks)
+    slipped = [(slip, online_steps(blocks, slip)) for slip in ONLINE_SLIPS]
     for part, step, shape_help in (
             (running, "running", f"one row [m, l] per block: ({len(blocks)}, 2), returned second"),
             (weights, "weights", f"one weight per score ({len(steps['weights'])}), returned first")):
@@ -475,10 +504,10 @@ def judge_kernel_weights(call: Call, result, reveal: bool) -> Verdict:
     Q, K, sigma = call.args
     values = np.zeros((len(K), 1))  # the weights do not depend on the values
     expectation = Expectation(
-        slips.kernel_steps(Q, K, values, sigma)["weights"], CODE_TOLERANCE,
+        kernel_steps(Q, K, values, sigma)["weights"], CODE_TOLERANCE,
         shape_help="(n_q, n_k): one row per query, one column per key",
-        slip_values=slips.merged([(s, slips.kernel_steps(Q, K, values, sigma, s).get("weights"))
-                                  for s in slips.KERNEL_SLIPS]),
+        slip_values=slips.merged([(s, kernel_steps(Q, K, values, sigma, s).get("weights"))
+                                  for s in KERNEL_SLIPS]),
         nonfinite_hint=UNDERFLOW_HINT, what="an array")
     return judge_value(result, call.label, expectation, reveal=reveal)
 
@@ -540,8 +569,8 @@ def judge_causal_mask(call: Call, result, reveal: bool) -> Verdict:
     """Compare with :func:`qkv.causal_mask`; name the wrong triangle, a blocked diagonal, an inverted mask."""
     (n,) = call.args
     expected = causal_mask(n)  # (n, n)
-    slip_values = [(slips.MASK_WRONG_TRIANGLE, expected.T), (slips.DIAGONAL_BLOCKED, np.tril(expected, k=-1)),
-                   (slips.MASK_INVERTED, ~expected)]
+    slip_values = [(MASK_WRONG_TRIANGLE, expected.T), (DIAGONAL_BLOCKED, np.tril(expected, k=-1)),
+                   (MASK_INVERTED, ~expected)]
     slip_values = [(slip, value) for slip, value in slip_values if not np.array_equal(value, expected)]
     return judge_boolean(result, call.label, expected, slip_values, reveal=reveal,
                          shape_help=f"one row per query ({n}), one column per key ({n})",
@@ -571,10 +600,10 @@ def judge_padding_mask(call: Call, result, reveal: bool) -> Verdict:
         shape = None
     if shape == (len(lengths), n):
         return Verdict(False, f"{call.label} has shape {shape_str((len(lengths), n))} but should have shape "
-                              f"{shape_str(expected.shape)}.\nLikely slip: {slips.PADDING_QUERY_AXIS_MISSING.advice}")
+                              f"{shape_str(expected.shape)}.\nLikely slip: {PADDING_QUERY_AXIS_MISSING.advice}")
     keys = np.arange(n)  # (n,)
     off_by_one = (keys[None, :] <= np.asarray(lengths)[:, None])[:, None, :]  # (batch, 1, n): j <= l
-    slip_values = [(slips.MASK_INVERTED, ~expected), (slips.PADDING_OFF_BY_ONE, off_by_one)]
+    slip_values = [(MASK_INVERTED, ~expected), (PADDING_OFF_BY_ONE, off_by_one)]
     return judge_boolean(result, call.label, expected,
                          [(slip, value) for slip, value in slip_values if not np.array_equal(value, expected)],
                          reveal=reveal, shape_help=f"one sentence per row ({len(lengths)}), one query axis of size 1, "
@@ -628,14 +657,14 @@ def random_masked_softmax_calls(rng: np.random.Generator) -> list[Call]:
 def judge_masked_softmax(call: Call, result, reveal: bool) -> Verdict:
     """Compare with :func:`qkv.softmax` of the scores with the blocked ones at -inf; name the slip."""
     scores, mask = call.args
-    candidates = [slips.MASK_ZERO_NOT_NEG_INF, slips.MASK_AFTER_SOFTMAX, slips.MASK_INVERTED, slips.MASK_NOT_APPLIED]
+    candidates = [MASK_ZERO_NOT_NEG_INF, MASK_AFTER_SOFTMAX, MASK_INVERTED, MASK_NOT_APPLIED]
     full = np.broadcast_to(mask, scores.shape)
     if full.shape[-1] == full.shape[-2] and np.array_equal(full, np.broadcast_to(causal_mask(full.shape[-1]),
                                                                                 full.shape)):
-        candidates.append(slips.MASK_WRONG_TRIANGLE)
+        candidates.append(MASK_WRONG_TRIANGLE)
     with np.errstate(over="ignore", invalid="ignore"):
-        slip_values = [(slip, slips.masked_softmax_steps(scores, mask, slip).get("A")) for slip in candidates]
-    expectation = Expectation(slips.masked_softmax_steps(scores, mask)["A"], CODE_TOLERANCE,
+        slip_values = [(slip, masked_softmax_steps(scores, mask, slip).get("A")) for slip in candidates]
+    expectation = Expectation(masked_softmax_steps(scores, mask)["A"], CODE_TOLERANCE,
                               shape_help="the shape of the scores", slip_values=slip_values,
                               nonfinite_hint=MASK_NONFINITE_HINT, what="an array")
     return judge_value(result, call.label, expectation, reveal=reveal)
@@ -668,8 +697,8 @@ def random_encoding_calls(rng: np.random.Generator) -> list[Call]:
             encoding_call(1, 2 * int(rng.integers(2, 9)), behaviour="one position")]
 
 
-_ENCODING_FUNCTION_SLIPS = (slips.SIN_COS_SWAPPED, slips.SINES_THEN_COSINES, slips.EXPONENT_I_NOT_2I,
-                            slips.EXPONENT_SIGN, slips.POSITIONS_FROM_ONE, slips.DEGREES_NOT_RADIANS)
+_ENCODING_FUNCTION_SLIPS = (SIN_COS_SWAPPED, SINES_THEN_COSINES, EXPONENT_I_NOT_2I,
+                            EXPONENT_SIGN, POSITIONS_FROM_ONE, DEGREES_NOT_RADIANS)
 
 
 def judge_encoding(call: Call, result, reveal: bool) -> Verdict:
@@ -679,7 +708,7 @@ def judge_encoding(call: Call, result, reveal: bool) -> Verdict:
     expectation = Expectation(
         sinusoidal_position_encoding(n, d_model), CODE_TOLERANCE,
         shape_help=f"one row per position ({n}), one column per dimension ({d_model})",
-        slip_values=[(slip, slips.encoding_with_slip(positions, d_model, slip)) for slip in _ENCODING_FUNCTION_SLIPS],
+        slip_values=[(slip, encoding_with_slip(positions, d_model, slip)) for slip in _ENCODING_FUNCTION_SLIPS],
         what="an array")
     return judge_value(result, call.label, expectation, reveal=reveal)
 
@@ -749,7 +778,7 @@ def judge_layer_norm(call: Call, result, reveal: bool) -> Verdict:
     eps = call.kwargs.get("eps", 1e-5)
     expectation = Expectation(
         layer_norm(X, gamma, beta, eps), CODE_TOLERANCE, shape_help="the shape of X: each row normalised",
-        slip_values=[(slip, slips.layer_norm_with_slip(X, gamma, beta, eps, slip)) for slip in slips.LAYER_NORM_SLIPS],
+        slip_values=[(slip, layer_norm_with_slip(X, gamma, beta, eps, slip)) for slip in LAYER_NORM_SLIPS],
         nonfinite_hint=EPS_HINT, what="an array")
     return judge_value(result, call.label, expectation, reveal=reveal)
 
@@ -757,7 +786,7 @@ def judge_layer_norm(call: Call, result, reveal: bool) -> Verdict:
 def explain_layer_norm_error(call: Call, raised: Raised) -> str | None:
     """The likely slip behind an error: a mean or variance without keepdims that does not broadcast back."""
     if "broadcast" in raised.message:
-        return slips.STATISTICS_WITHOUT_KEEPDIMS.advice
+        return STATISTICS_WITHOUT_KEEPDIMS.advice
     return None
 
 
@@ -801,7 +830,7 @@ def judge_layer_attention(call: Call, result, reveal: bool) -> Verdict:
     if _looks_swapped(output, weights, {"A": expected_weights, "O": expected_output}):
         return Verdict(False, f"{call.label} returned the weights first.\n"
                               f"Likely slip: {slips.OUTPUT_AND_WEIGHTS_SWAPPED.advice}")
-    slipped = [(slip, slips.layer_attention_with_slip(*call.args, slip)) for slip in slips.LAYER_ATTENTION_SLIPS]
+    slipped = [(slip, layer_attention_with_slip(*call.args, slip)) for slip in LAYER_ATTENTION_SLIPS]
     n, d_out = expected_output.shape
     parts = ((weights, expected_weights, 1, "weights",
               f"(h, n, n) = {shape_str(expected_weights.shape)}: one map per head, one row per query token"),

@@ -156,6 +156,7 @@ def _stop_note(record: RunRecord, by_job: dict, limits) -> str | None:
         why = f"the notebook {record.reason or 'sent back too much'}{where}; the rest was not read"
     elif record.status == "killed":
         why = f"the notebook's process was killed (signal {record.signal}){where}"
+        why += f": {record.reason}" if record.reason else ""  # the sandbox's memory limit, when it was that
     else:
         runner = record.stderr.strip().splitlines()
         detail = f": {runner[-1][:200]}" if runner else ""

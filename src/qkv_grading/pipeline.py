@@ -6,6 +6,7 @@ Run from the repository (``make release``, ``make grade SUBMISSIONS=...``) or di
     python -m qkv_grading grade SUBMISSIONS            # a folder submitted/<student>/<ps>/ or a platform's .zip
     python -m qkv_grading collect SUBMISSIONS          # only copy or unzip into exercises/submitted/
     python -m qkv_grading export                       # only write exercises/grades.csv from the gradebook
+    python -m qkv_grading certificates [FOLDER]        # the certificates of a Dask cluster (TLS both ways)
 
 ``grade`` collects the hand-ins (:mod:`qkv_grading.collect`), then grades each one in
 two steps:
@@ -13,8 +14,9 @@ two steps:
 1. the pure step, in a sandbox (:mod:`qkv_grading.sandbox`): the submission's cells run
    with the givens of the variant it is graded with, and its run record comes back as
    plain bytes (:mod:`qkv_grading.run_record`). Submissions run side by side on the
-   local cores, or on the workers of a Dask cluster (``--dask ADDRESS``), only a few
-   more at a time than there are sandboxes, so that memory does not grow with the class;
+   local cores, or on the workers of a Dask cluster over TLS with certificates both ways
+   (``--dask tls://ADDRESS``, :mod:`qkv_grading.cluster`), only a few more at a time than
+   there are sandboxes, so that memory does not grow with the class;
 2. the trusted step, in this process only, as each record arrives (:class:`Grading`):
    the record decoded within its bounds and time budget, every check judged by qkv
    (:mod:`qkv_grading.judging`), the points written to nbgrader's gradebook
@@ -50,7 +52,7 @@ from qkv_exercises.problem_sets import order as problem_set_order
 
 from . import collect as collecting
 from . import feedback as feedbacks
-from . import gradebook, jobs, judging, run_record, sandbox
+from . import cluster, gradebook, jobs, judging, private_files, run_record, sandbox
 from .collect import Submission
 from .journal import Journal, result_key
 from .safe_text import for_terminal
@@ -89,6 +91,11 @@ class Course:
 
     def feedback(self, student: str, problem_set: str) -> Path:
         return self.root / "feedback" / student / problem_set
+
+    @property
+    def cluster_folder(self) -> Path:
+        """Where ``certificates`` puts the cluster's certificates by default (the grader's stay here)."""
+        return self.root / ".grading" / "cluster"
 
 
 def nbgrader_env() -> dict[str, str]:
@@ -295,15 +302,17 @@ def _ensure_released(course: Course, plans: list[jobs.Plan], out: Printer) -> No
         release(course, out, stale)
 
 
-def run_jobs(tasks: Iterable[Task], limits: sandbox.Limits, workers: int,
-             dask: str | None) -> Iterator[tuple[Task, bytes]]:
-    """Run the tasks' jobs (the pure step) and yield each with its run record's bytes as it finishes.
+def run_jobs(tasks: Iterable[Task], limits: sandbox.Limits, workers: int, dask: str | None,
+             certificates: Path | None = None) -> Iterator[tuple[Task, bytes]]:
+    """Run the tasks' jobs (the pure step) and yield each with its run record's bytes as it finishes:
+    in sandboxes on this machine, or on the Dask cluster at ``dask`` with the grader's ``certificates``
+    (:mod:`qkv_grading.cluster`).
 
     ``tasks`` is read only as sandboxes come free, at most two per sandbox ahead, and each
     record is yielded (and then dropped) as it comes: memory does not grow with the class.
     """
     if dask:
-        yield from _run_on_dask(tasks, limits, dask)
+        yield from cluster.run_jobs(tasks, limits.as_dict(), dask, certificates)
         return
     sandbox.STOP.clear()
     tasks, workers = iter(tasks), max(1, workers)
@@ -345,35 +354,6 @@ def _result_of(future) -> bytes:
         return run_record.failed(f"{type(err).__name__}: {str(err)[:300]}")
 
 
-def _run_on_dask(tasks: Iterable[Task], limits: sandbox.Limits, address: str) -> Iterator[tuple[Task, bytes]]:
-    from distributed import Client, as_completed
-
-    with Client(address, timeout=30) as client:
-        tasks, running = iter(tasks), {}
-        ahead = 2 * max(1, sum(client.nthreads().values()))
-
-        def submit():
-            task = next(tasks, None)
-            if task is not None:
-                future = client.submit(sandbox.run_job, task.job, limits.as_dict(), key=f"qkv-grade-{task.key}",
-                                       pure=False)
-                running[future], task.job = task, None
-                queue.add(future)
-            return task
-
-        queue = as_completed()
-        while len(running) < ahead and submit() is not None:
-            pass
-        try:
-            for future in queue:
-                task, data = running.pop(future), _result_of(future)
-                future.release()
-                submit()
-                yield task, data
-        finally:
-            client.cancel(list(running))
-
-
 class Progress:
     """A progress bar with the time left (tqdm, on standard error) and one line per submission (standard output)."""
 
@@ -410,18 +390,26 @@ def terminal_printer(out: Printer) -> Printer:
 
 
 def grade(course: Course, submissions: Path, *, problem_set: str | None = None, timeout: float | None = None,
-          workers: int | None = None, dask: str | None = None, fresh: bool = False, progress_bar: bool | None = None,
-          out: Printer = print) -> list[Submission]:
+          workers: int | None = None, dask: str | None = None, certificates: Path | None = None, fresh: bool = False,
+          progress_bar: bool | None = None, out: Printer = print) -> list[Submission]:
     """Collect, grade (sandbox, then judge), write the gradebook, feedback and ``grades.csv``; print a summary."""
     started = time.perf_counter()
     out = terminal_printer(out)
-    if not dask:
+    if dask:
+        certificates = Path(certificates) if certificates else course.cluster_folder / "grader"
+        try:
+            cluster.check_address(dask)
+            cluster.role_files(certificates, "grader")
+        except cluster.ClusterError as err:
+            raise GradingError(str(err)) from None
+    else:
         try:
             sandbox.check_available()
         except sandbox.SandboxUnavailable as err:
             raise GradingError(str(err)) from None
         if not sandbox.privileged():
             out(f"Note: {sandbox.weaker_without_root()}.")
+        out(f"Sandboxes: {sandbox.isolation()}.")
     subs = collect(course, submissions, problem_set, out)
     if not subs:
         out("Nothing to grade.")
@@ -442,11 +430,11 @@ def grade(course: Course, submissions: Path, *, problem_set: str | None = None, 
     try:
         with gradebook.Writer(course.db_url, COURSE_ID) as writer:
             run = Grading(course, writer, plans, limits, bar, fresh, rerun=bool(dask) or workers > 1)
-            for task, data in run_jobs(run.pending(subs), limits, workers, dask):
+            for task, data in run_jobs(run.pending(subs), limits, workers, dask, certificates):
                 run.receive(task, data)
             # A notebook stopped at its time limit runs once more on its own, after the others, so that
             # no other notebook's load (a fork bomb next to it) can cost it marks.
-            for task, data in run_jobs(run.pending(run.again, rerun=True), limits, 1, dask):
+            for task, data in run_jobs(run.pending(run.again, rerun=True), limits, 1, dask, certificates):
                 run.receive(task, data, rerun=True)
             run.tidy_journals()
     except KeyboardInterrupt:
@@ -642,6 +630,23 @@ def _summary(subs: list[Submission], seconds: float, out: Printer) -> None:
         "(0 points, or not graded when the fault is the course's or the machine's).")
 
 
+# --------------------------------------------------------------------------- a cluster's certificates
+
+
+def make_certificates(course: Course | None, folder: Path | None, hosts: tuple[str, ...],
+                      out: Printer = print) -> Path:
+    """Make the cluster's authority and certificates (:func:`cluster.make_certificates`) in ``folder``
+    (default: the course's) and say where each goes."""
+    folder = Path(folder) if folder else course.cluster_folder
+    made = cluster.make_certificates(folder, hosts)
+    out(f"Certificates of a Dask cluster written to {shown(folder)}/ (each folder private to you; the authority's "
+        "key is not kept):")
+    out(f"  {shown(made['scheduler'])}/  copy to the scheduler's machine")
+    out(f"  {shown(made['worker'])}/  copy to each worker's machine, readable by the workers' user only")
+    out(f"  {shown(made['grader'])}/  stays here: grade --dask tls://HOST:8786 uses it")
+    return folder
+
+
 # --------------------------------------------------------------------------- command line
 
 
@@ -659,23 +664,36 @@ def main(argv: list[str] | None = None) -> int:
                              help="seconds each notebook may run (default: c.Sandbox.notebook_seconds, 60)")
             sub.add_argument("--workers", type=int, help="sandboxes side by side (default: the number of cores)")
             sub.add_argument("--dask", metavar="ADDRESS",
-                             help="run the sandboxes on the workers of this Dask scheduler (tcp://host:8786)")
+                             help="run the sandboxes on the workers of this Dask scheduler (tls://host:8786)")
+            sub.add_argument("--certificates", type=Path, metavar="FOLDER",
+                             help="the grader's certificates for --dask (default: .grading/cluster/grader/ of the "
+                                  "course)")
             sub.add_argument("--fresh", action="store_true", help="run every submission again, ignoring the journal")
     commands.add_parser("export", help="write grades.csv from the gradebook")
+    certificates = commands.add_parser("certificates", help="make the certificates of a Dask cluster (TLS both ways)")
+    certificates.add_argument("folder", type=Path, nargs="?",
+                              help="a new folder for them (default: .grading/cluster/ of the course)")
+    certificates.add_argument("--host", action="append", default=[],
+                              help="a name or address of a machine of the cluster, recorded in the certificates")
     args = parser.parse_args(argv)
     out = terminal_printer(lambda line: print(line, flush=True))
     try:
+        if args.command == "certificates" and args.folder:  # needs no course folder
+            make_certificates(None, args.folder, tuple(args.host), out)
+            return 0
         course = Course(args.course)
         if args.command == "release":
             release(course, out)
         elif args.command == "grade":
             grade(course, args.submissions, problem_set=args.problem_set, timeout=args.timeout, workers=args.workers,
-                  dask=args.dask, fresh=args.fresh, out=out)
+                  dask=args.dask, certificates=args.certificates, fresh=args.fresh, out=out)
+        elif args.command == "certificates":
+            make_certificates(course, args.folder, tuple(args.host), out)
         elif args.command == "collect":
             collect(course, args.submissions, args.problem_set, out)
         elif args.command == "export":
             export(course, out)
-    except (GradingError, ValueError) as err:
+    except (GradingError, ValueError, cluster.ClusterError, private_files.UnsafeLocation) as err:
         print(f"error: {for_terminal(err)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

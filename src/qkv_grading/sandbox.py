@@ -11,27 +11,41 @@ another process or on a Dask worker. It starts ``bwrap`` (Debian's ``bubblewrap`
   the installed packages' metadata, :func:`allowed_distributions`), never qkv, the
   course's packages or torch;
 - read-only at ``/sandbox/lib``: the runner (:mod:`qkv_grading.sandbox_runner`) and a
-  stub ``qkv_exercises`` (:mod:`qkv_grading.sandbox_stub` and ``answers.py``);
-- at ``/job``, its working folder: an empty tmpfs of its own, bounded in size; the job
-  comes in on standard input one cell at a time, the answers go out on standard output
+  stub ``qkv_exercises`` (:mod:`qkv_grading.sandbox_stub` and ``answers.py``), handed to
+  bwrap through descriptors (nothing is written to a shared folder for them);
+- writable, and bounded in size, only: ``/job``, its working folder (``workspace``), and
+  ``/dev/shm`` (``shared_memory``), two empty tmpfs of its own. Everything else (``/``,
+  ``/dev``, ``/sandbox``) is read-only, as root and without root alike; the job comes in
+  on standard input one cell at a time, the answers go out on standard output
   (:mod:`qkv_grading.channel`);
 - no network (a network namespace of its own), its own process, IPC and host-name
   namespaces, a new session (no terminal to write into);
+- a seccomp filter (:mod:`qkv_grading.syscall_filter`): no user namespace of its own (where
+  it could mount a tmpfs past every limit), no kernel keys (which outlive a sandbox); without
+  root, bwrap's ``--disable-userns`` as well;
 - limits: wall time per notebook (the process is killed, and with it every process it
-  started, since they all live in its process namespace), address space (memory),
-  processes, file size, CPU time, open files, and the bytes it may send back.
+  started, since they all live in its process namespace), memory and processes of the
+  sandbox as a whole in a control group of its own (:mod:`qkv_grading.cgroups`, where the
+  machine gives one), and per process: address space, processes, file size, CPU time, open
+  files; and the bytes it may send back.
 
-As root, the job runs as an unprivileged user of its own slot (uid 60000 + slot, one
-slot per sandbox running at a time on the machine), so that one sandbox's processes
-never count against another's limit. Without root (an instructor's laptop) bwrap makes
-an unprivileged user namespace and the job runs as the instructor's own uid: the process
-limit then counts all of the instructor's processes, and files readable by the
-instructor under ``/usr`` and the Python prefix stay readable (:func:`weaker_without_root`).
+As root, the job runs as an unprivileged user of its own (:mod:`qkv_grading.identities`:
+a uid that no other sandbox on the machine holds meanwhile, whichever grader started it).
+Without root (an instructor's laptop, a Dask worker's user) bwrap makes an unprivileged
+user namespace and the job runs as the grader's own uid: the process limit then counts all
+of that user's processes, files readable by that user under ``/usr`` and the Python prefix
+stay readable, and memory is bounded per process only unless the machine delegates a
+cgroup (:func:`weaker_without_root`).
+
+Nothing of one sandbox outlives it: its files are in its tmpfs, its IPC in its namespace,
+its processes in its process namespace and control group (both emptied when it ends), and
+it could make no kernel key.
 """
 
 from __future__ import annotations
 
-import fcntl
+import contextlib
+import dataclasses
 import functools
 import hashlib
 import importlib.metadata
@@ -40,17 +54,16 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from . import cgroups, identities, syscall_filter
+
 SITE = "/sandbox/site"
 LIB = "/sandbox/lib"
 JOB = "/job"
-FIRST_UID = 60000
-SLOTS = 64
 APT_LINE = "sudo apt-get install bubblewrap"
 
 # What the runner needs besides the standard library; everything they require comes along.
@@ -68,10 +81,12 @@ class Limits:
 
     notebook_seconds: float = 60
     cell_seconds: float = 20
-    memory: int = 1 << 30  # per process: a sandbox holds at most processes * memory
+    memory: int = 1 << 30  # address space of each process
+    sandbox_memory: int = 2 << 30  # the sandbox as a whole: processes and files (a cgroup, where there is one)
     processes: int = 8
     file_size: int = 16 << 20
-    workspace: int = 64 << 20
+    workspace: int = 64 << 20  # /job, its working folder
+    shared_memory: int = 16 << 20  # /dev/shm
     answer_bytes: int = 64 << 20
     output_chars_per_cell: int = 20_000
 
@@ -92,19 +107,57 @@ def privileged() -> bool:
 
 def weaker_without_root() -> str:
     return ("not running as root: each submission runs as your own user in an unprivileged user namespace, so "
-            "the process limit counts all your processes and the sandboxes share it; run `make grade` as root "
-            "(for example in a container) for one unprivileged user per sandbox")
+            "the process limit counts all your processes and the sandboxes share it, and files your user may read "
+            "under /usr and the Python installation are readable to submissions; run `make grade` as root (for "
+            "example in a container) for one unprivileged user per sandbox")
+
+
+def isolation() -> str:
+    """What bounds a sandbox on this machine, in one line for the grading command to print."""
+    who = "each sandbox as a user of its own" if privileged() else "each sandbox as your user in a user namespace"
+    return f"{who}; {cgroups.describe()}"
 
 
 def check_available() -> None:
-    """Raise :class:`SandboxUnavailable` when bwrap is missing or cannot run."""
+    """Raise :class:`SandboxUnavailable` when bwrap, the seccomp filter or a sandbox's
+    registry cannot be had here, saying what to do."""
     if shutil.which("bwrap") is None:
         raise SandboxUnavailable(f"grading runs each submission in a bubblewrap sandbox, and bwrap is not installed: "
                                  f"{APT_LINE}")
-    probe = subprocess.run(["bwrap", "--ro-bind", "/usr", "/usr", *_lib_links(), "--unshare-net", "--unshare-pid", "--die-with-parent",
-                            "--", "/usr/bin/true"], capture_output=True, text=True)
+    try:
+        seccomp = syscall_filter.compiled()
+    except syscall_filter.FilterUnavailable as err:
+        raise SandboxUnavailable(str(err)) from None
+    with _descriptor(seccomp) as fd:
+        probe = subprocess.run(["bwrap", "--ro-bind", "/usr", "/usr", *_lib_links(), "--unshare-net", "--unshare-pid",
+                                *_user_namespace_flags(), "--die-with-parent", "--seccomp", str(fd), "--",
+                                "/usr/bin/true"], capture_output=True, text=True, pass_fds=(fd,))
     if probe.returncode != 0:
         raise SandboxUnavailable(f"bwrap cannot make a sandbox here: {probe.stderr.strip()[:300]}")
+    if privileged():
+        try:
+            identities.Identity().release()
+        except (OSError, identities.private_files.UnsafeLocation) as err:
+            raise SandboxUnavailable(f"the registry of sandbox identities cannot be used: {err}") from None
+
+
+def _user_namespace_flags() -> list[str]:
+    """Without root, bwrap makes a user namespace for the sandbox, and none may be made inside it."""
+    return [] if privileged() else ["--unshare-user", "--disable-userns", "--assert-userns-disabled"]
+
+
+@contextlib.contextmanager
+def _descriptor(data: bytes):
+    """A descriptor to read ``data`` from (a memfd at offset 0), closed on leaving."""
+    fd = os.memfd_create("qkv-sandbox")  # close-on-exec: only the command that names it in pass_fds gets it
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.lseek(fd, 0, os.SEEK_SET)
+        yield fd
+    finally:
+        os.close(fd)
 
 
 # --------------------------------------------------------------------------- what the sandbox sees
@@ -170,36 +223,20 @@ def allowed_paths() -> tuple[tuple[str, str], ...]:
 
 
 @functools.cache
-def runtime_folder() -> str:
-    """A folder with the runner and the stub ``qkv_exercises``, made once per process, read-only to the sandbox."""
+def runtime_files() -> tuple[tuple[str, bytes], ...]:
+    """``(path in the sandbox, content)`` of the runner and the stub ``qkv_exercises``."""
     from qkv_exercises import answers
 
     here = Path(__file__).parent
-    files = {
-        "qkv_runner.py": (here / "sandbox_runner.py").read_bytes(),
-        "qkv_exercises/__init__.py": (here / "sandbox_stub.py").read_bytes(),
-        "qkv_exercises/answers.py": Path(answers.__file__).read_bytes(),
-    }
-    digest = hashlib.sha256(b"".join(name.encode() + data for name, data in sorted(files.items()))).hexdigest()[:16]
-    target = Path(tempfile.gettempdir()) / f"qkv-grading-runtime-{os.geteuid()}-{digest}"
-    if not target.is_dir():
-        staging = Path(tempfile.mkdtemp(prefix="qkv-grading-runtime-"))
-        for name, data in files.items():
-            path = staging / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-            path.chmod(0o644)
-            path.parent.chmod(0o755)
-        try:
-            staging.rename(target)
-        except OSError:  # another process made it first
-            shutil.rmtree(staging, ignore_errors=True)
-    return str(target)
+    return ((f"{LIB}/qkv_runner.py", (here / "sandbox_runner.py").read_bytes()),
+            (f"{LIB}/qkv_exercises/__init__.py", (here / "sandbox_stub.py").read_bytes()),
+            (f"{LIB}/qkv_exercises/answers.py", Path(answers.__file__).read_bytes()))
 
 
 def runtime_digest() -> str:
     """A hash of what runs in the sandbox (the runner, the stub, answers.py): part of every result's key."""
-    return Path(runtime_folder()).name.rsplit("-", 1)[-1]
+    digest = hashlib.sha256(b"".join(name.encode() + data for name, data in runtime_files()))
+    return digest.hexdigest()[:16]
 
 
 def _parents(path: Path) -> list[Path]:
@@ -207,12 +244,16 @@ def _parents(path: Path) -> list[Path]:
     return [p for p in reversed(path.parents) if str(p) not in ("/", "/usr") and not str(p).startswith("/usr/")]
 
 
-def bwrap_command(slot: int, limits: Limits) -> list[str]:
-    """The command that runs the runner in a sandbox of slot ``slot`` (see the module docstring)."""
+def bwrap_command(uid: int | None, limits: Limits, descriptors: dict[str, int]) -> list[str]:
+    """The command that runs the runner in a sandbox (see the module docstring).
+
+    ``uid`` is the sandbox's identity when running as root (None otherwise); ``descriptors``
+    maps each path of :func:`runtime_files` and ``"seccomp"`` to a descriptor to read it from.
+    """
     prefix = Path(sys.base_prefix).resolve()
     python = prefix / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
     stdlib = Path(sysconfig.get_paths(vars={"base": str(prefix), "platbase": str(prefix)})["stdlib"])
-    command = ["bwrap", "--ro-bind", "/usr", "/usr", *_lib_links()]
+    command = ["bwrap", *_user_namespace_flags(), "--ro-bind", "/usr", "/usr", *_lib_links()]
     if not str(prefix).startswith("/usr/"):
         for parent in _parents(prefix):
             command += ["--perms", "0755", "--dir", str(parent)]
@@ -220,14 +261,20 @@ def bwrap_command(slot: int, limits: Limits) -> list[str]:
     site_packages = stdlib / "site-packages"
     if site_packages.is_dir():
         command += ["--tmpfs", str(site_packages), "--remount-ro", str(site_packages)]
-    command += ["--perms", "0755", "--dir", "/sandbox", "--perms", "0755", "--dir", SITE]
+    for folder in ("/sandbox", SITE, LIB, f"{LIB}/qkv_exercises"):
+        command += ["--perms", "0755", "--dir", folder]
     for source, target in allowed_paths():
         command += ["--ro-bind", source, target]
-    command += ["--ro-bind", runtime_folder(), LIB]
-    command += ["--perms", "01777", "--size", str(int(limits.workspace)), "--tmpfs", JOB, "--chdir", JOB]
-    command += ["--proc", "/proc", "--dev", "/dev"]
+    for target, _ in runtime_files():
+        command += ["--perms", "0444", "--ro-bind-data", str(descriptors[target]), target]
+    command += ["--proc", "/proc", "--dev", "/dev",
+                "--perms", "01777", "--size", str(int(limits.shared_memory)), "--tmpfs", "/dev/shm",
+                "--remount-ro", "/dev",
+                "--perms", "01777", "--size", str(int(limits.workspace)), "--tmpfs", JOB,
+                "--remount-ro", "/", "--chdir", JOB]
     command += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-                "--die-with-parent", "--new-session", "--hostname", "sandbox", "--clearenv"]
+                "--die-with-parent", "--new-session", "--hostname", "sandbox", "--clearenv",
+                "--seccomp", str(descriptors["seccomp"])]
     env = {"HOME": JOB, "TMPDIR": JOB, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "IPYTHONDIR": f"{JOB}/.ipython", "MPLBACKEND": "Agg"}
@@ -235,8 +282,7 @@ def bwrap_command(slot: int, limits: Limits) -> list[str]:
     for name, value in env.items():
         command += ["--setenv", name, value]
     processes = int(limits.processes)
-    if privileged():
-        uid = FIRST_UID + slot
+    if uid is not None:
         command += ["--cap-add", "CAP_SETUID,CAP_SETGID", "--", "/usr/bin/setpriv", f"--reuid={uid}",
                     f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"]
     else:
@@ -260,36 +306,6 @@ def _processes_of(uid: int) -> int:
     return count
 
 
-# --------------------------------------------------------------------------- slots
-
-
-class Slot:
-    """One of :data:`SLOTS` sandbox slots on this machine, held with a file lock while a job runs."""
-
-    def __init__(self):
-        folder = Path(tempfile.gettempdir()) / f"qkv-grading-slots-{os.geteuid()}"
-        folder.mkdir(mode=0o700, exist_ok=True)
-        self.number, self._file = None, None
-        for number in range(1, SLOTS + 1):
-            handle = open(folder / f"{number}.lock", "w")
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                handle.close()
-                continue
-            self.number, self._file = number, handle
-            return
-        handle = open(folder / "1.lock", "w")  # all busy: wait for the first
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        self.number, self._file = 1, handle
-
-    def __enter__(self) -> int:
-        return self.number
-
-    def __exit__(self, *exc) -> None:
-        self._file.close()
-
-
 # --------------------------------------------------------------------------- the pure step
 
 
@@ -304,10 +320,39 @@ def run_job(job: dict, limits: dict | Limits | None = None) -> bytes:
 
     limits = limits if isinstance(limits, Limits) else Limits(**(limits or {}))
     started = time.monotonic()
-    with Slot() as slot:
+    with contextlib.ExitStack() as stack:
         try:
-            process = subprocess.Popen(bwrap_command(slot, limits), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, start_new_session=True)
+            uid = stack.enter_context(identities.Identity()) if privileged() else None
+            descriptors = {target: stack.enter_context(_descriptor(content)) for target, content in runtime_files()}
+            descriptors["seccomp"] = stack.enter_context(_descriptor(syscall_filter.compiled()))
+        except (OSError, identities.private_files.UnsafeLocation, syscall_filter.FilterUnavailable) as err:
+            return run_record.failed(f"could not prepare a sandbox: {err}")
+        group = cgroups.SandboxGroup.make(limits.sandbox_memory, limits.processes)
+        if group is not None:
+            stack.callback(group.close)  # before the identity is released: nothing of this sandbox is left
+        command = (group.enter() if group else []) + bwrap_command(uid, limits, descriptors)
+        try:
+            process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       start_new_session=True, pass_fds=tuple(descriptors.values()))
         except OSError as err:
             return run_record.failed(f"could not start bwrap: {err}")
-        return channel.drive(process, job, limits, SITE, STOP, started)
+        data = channel.drive(process, job, limits, SITE, STOP, started)
+        if group is not None and group.memory_exceeded():
+            data = _out_of_memory(data, limits)
+        return data
+
+
+def _out_of_memory(data: bytes, limits: Limits) -> bytes:
+    """The record of a run whose process the kernel killed at the sandbox's memory limit, saying so."""
+    from . import run_record
+
+    try:
+        record = run_record.decode(data)
+    except run_record.RecordRefused:
+        return data
+    if record.status != "killed":
+        return data  # another process of the sandbox was ended; the run itself went on
+    size = limits.sandbox_memory
+    shown = f"{size / (1 << 30):g} GiB" if size >= 1 << 30 else f"{size / (1 << 20):g} MiB"
+    reason = f"the sandbox ran out of its {shown} of memory"
+    return run_record.encode(dataclasses.replace(record, reason=reason))

@@ -10,8 +10,8 @@ by :func:`tests.grading_support.probe_notebook`.
 
 from __future__ import annotations
 
-from qkv import examples
 from qkv.attention import softmax
+from qkv_exercises import variants
 from qkv_exercises.checking import CODE_TOLERANCE, Expectation, judge_value
 from qkv_exercises.expectations import expect_attention_step
 from qkv_exercises.checks import Call, FunctionCheck, ProblemSet, ValueCheck
@@ -20,7 +20,7 @@ KEYS = ("k1", "k2", "k3")
 
 
 def givens(variant: int) -> dict:
-    single = examples.q1_example(variant)
+    single = variants.q1_example(variant)
     return {"q1": single.Q, "K": single.K, "V": single.V, "keys": KEYS}
 
 

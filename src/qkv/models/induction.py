@@ -169,8 +169,10 @@ def forward(model: InductionModel, tokens) -> ForwardPass:
     r"""Run the model on ``tokens`` ``(..., n)``.
 
     .. math::
-        X_0 = E[\text{tokens}] + P, \qquad
-        X_l = X_{l-1} + \mathrm{MultiHead}_l(X_{l-1}) \ \text{(causal)}, \qquad
+        X_0 = E[\text{tokens}] + P,
+
+        X_l = X_{l-1} + \mathrm{MultiHead}_l(X_{l-1}) \ \text{(causal)},
+
         \text{logits} = X_L\, U
     """
     tokens = _check_tokens(tokens, model)
@@ -179,10 +181,11 @@ def forward(model: InductionModel, tokens) -> ForwardPass:
     mask = causal_mask(n)
     residuals, weights = [X], []
     for layer in model.layers:
-        attended, layer_weights = multi_head_attention(X, *layer, mask=mask)  # (..., n, d_model)
+        # (..., n, d_model) and (..., h, n, n)
+        attended, layer_weights = multi_head_attention(X, *layer, mask=mask)
         X = X + attended  # the residual stream
         residuals.append(X)
-        weights.append(layer_weights)  # (..., h, n, n)
+        weights.append(layer_weights)
     logits = X @ model.unembedding  # (..., n, vocab)
     return ForwardPass(np.stack(residuals), np.stack(weights), logits)
 
@@ -205,28 +208,30 @@ def loss(model: InductionModel, batch: InductionBatch) -> float:
     return cross_entropy(logits, batch.tokens[:, 1:], batch.determined[:, :-1])
 
 
-def backward(model: InductionModel, batch: InductionBatch) -> tuple[float, dict[str, np.ndarray]]:
+def backward(model: InductionModel, batch: InductionBatch):
     """The loss of :func:`loss` and its gradient at every parameter, named as
-    :meth:`InductionModel.parameters` names them."""
+    :meth:`InductionModel.parameters` names them: ``(loss, {name: gradient})``."""
     run = forward(model, batch.tokens)
+    logits = run.logits[:, :-1]  # (batch, n - 1, vocab): token t predicts t + 1
     targets, counted = batch.tokens[:, 1:], batch.determined[:, :-1]
-    value = cross_entropy(run.logits[:, :-1], targets, counted)
-    d_logits = np.zeros_like(run.logits)
-    d_logits[:, :-1] = cross_entropy_backward(run.logits[:, :-1], targets, counted)  # (batch, n, vocab)
-    # Backwards: the unembedding, then each layer from the top, then the embeddings.
-    dX, d_unembedding, _ = linear_backward(run.residuals[-1], model.unembedding, d_logits)
-    gradients = {"unembedding": d_unembedding}
+    value = cross_entropy(logits, targets, counted)
+    d_logits = np.zeros_like(run.logits)  # (batch, n, vocab)
+    d_logits[:, :-1] = cross_entropy_backward(logits, targets, counted)
+    # 1) the unembedding, logits = X_L U
+    dX, d_U, _ = linear_backward(run.residuals[-1], model.unembedding, d_logits)
+    gradients = {"unembedding": d_U}
     mask = causal_mask(batch.tokens.shape[-1])
+    # 2) each layer, from the top: X_l = X_(l-1) + MultiHead_l(X_(l-1))
     for l in range(len(model.layers), 0, -1):
-        layer = model.layers[l - 1]
-        d_input, layer_gradients = multi_head_attention_backward(run.residuals[l - 1], dX, *layer, mask=mask)
-        dX = dX + d_input  # the residual stream passes dX down unchanged, attention adds its share
+        d_input, layer_gradients = multi_head_attention_backward(
+            run.residuals[l - 1], dX, *model.layers[l - 1], mask=mask)
+        dX = dX + d_input  # the residual passes dX down; attention adds its share
         for i, head in enumerate(layer_gradients.heads, start=1):
             for role in ("W_Q", "W_K", "W_V"):
                 gradients[f"layer{l}.head{i}.{role}"] = getattr(head, role)
         gradients[f"layer{l}.W_O"] = layer_gradients.W_O
-    one_hot = np.eye(model.vocab)[batch.tokens]  # (batch, n, vocab): X_0 = one_hot @ E + P
-    # each use of a token adds to its row of E
+    # 3) the embeddings, X_0 = one_hot(tokens) E + P: each use of a token adds
+    one_hot = np.eye(model.vocab)[batch.tokens]  # (batch, n, vocab)
     _, gradients["embedding"], _ = linear_backward(one_hot, model.embedding, dX)
     d_positions = np.zeros_like(model.positions)
     d_positions[:batch.tokens.shape[-1]] = dX.sum(axis=0)

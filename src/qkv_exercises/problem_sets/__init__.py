@@ -1,8 +1,10 @@
 """The course's problem sets, one module each, named as the nbgrader assignment (``ps2_scaled_dot_product``).
 
-Each module defines ``PROBLEM_SET``, a :class:`qkv_exercises.checks.ProblemSet`: the
-givens of every variant and one check per graded cell of the notebook
-``exercises/source/<name>/<name>.ipynb``.
+Each module ``<name>.py`` defines ``PROBLEM_SET``, a :class:`qkv_exercises.checks.ProblemSet`:
+the givens of every variant and one check per graded cell of the notebook
+``exercises/source/<name>/<name>.ipynb``. Beside it, ``<name>_slips.py`` (when the set has
+slips of its own) holds the typical slips its checks recognise, so that a new problem set adds
+files of its own instead of editing a long shared one.
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ import re
 
 from ..checks import ProblemSet
 
+SLIPS_SUFFIX = "_slips"  # ps7_masks_slips.py: the slips of ps7_masks.py
+
 
 def names() -> list[str]:
-    """The problem sets that have a module here, in order."""
-    return sorted((m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")), key=order)
+    """The problem sets that have a module here, in order (not the ``<name>_slips`` beside them)."""
+    return sorted((m.name for m in pkgutil.iter_modules(__path__)
+                   if not m.name.startswith("_") and not m.name.endswith(SLIPS_SUFFIX)), key=order)
 
 
 def order(name: str) -> tuple[int, str]:

@@ -1,10 +1,10 @@
 """Problem set 10: what attention costs, and online softmax.
 
-Part 1 reads seed 002's scores [2, 1, 0] (:func:`qkv.examples.online_softmax_example`, in the
+Part 1 reads seed 002's scores [2, 1, 0] (:func:`qkv_exercises.variants.online_softmax_example`, in the
 student's variant) with the online softmax in two blocks: the running maximum and sum after each
 block and the weights; part 2 reads the same scores backwards, so that the largest score arrives
 last and the running sum is rescaled. Part 3 counts what the n x n weights cost
-(:func:`qkv.examples.attention_memory_example`): the scores of one head, the bytes of every head's
+(:func:`qkv_exercises.variants.attention_memory_example`): the scores of one head, the bytes of every head's
 weights, the GiB of a long context, the growth with n; and asks what FlashAttention saves. Part 4
 checks ``fold_block`` (one step of the online softmax) and ``online_softmax`` written by the
 student, to 1e-6 against :func:`qkv.online_softmax_update` and :func:`qkv.online_softmax`.
@@ -12,8 +12,7 @@ student, to 1e-6 against :func:`qkv.online_softmax_update` and :func:`qkv.online
 
 from __future__ import annotations
 
-from qkv import examples
-
+from .. import variants
 from ..checks import ProblemSet, ValueCheck, function_checks
 from ..expectations import (
     expect_memory_growth,
@@ -58,8 +57,8 @@ FLASH_OPTIONS = {  # option -> what choosing it means (the right one: "")
 
 def givens(variant: int) -> dict:
     """The variant's scores in blocks (both ways), the sizes to count, and the order of the options."""
-    online = examples.online_softmax_example(variant)
-    memory = examples.attention_memory_example(variant)
+    online = variants.online_softmax_example(variant)
+    memory = variants.attention_memory_example(variant)
     return {"scores": online.scores, "blocks": online.blocks, "reversed_blocks": online.reversed_blocks,
             "n": memory.n, "heads": memory.heads, "dtype": memory.dtype, "n_long": memory.n_long,
             "heads_long": memory.heads_long, "dtype_long": memory.dtype_long, "growth": memory.growth,

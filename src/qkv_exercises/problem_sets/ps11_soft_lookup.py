@@ -1,7 +1,7 @@
 """Problem set 11: attention as soft lookup.
 
 Part 1 weighs three keys with a Gaussian kernel, as the chapter does for seed 002's query
-q1 = [1, 0] with sigma = 1 (:func:`qkv.examples.kernel_lookup_example`, in the student's
+q1 = [1, 0] with sigma = 1 (:func:`qkv_exercises.variants.kernel_lookup_example`, in the student's
 variant): the squared distances, the exponents, the weights, the Nadaraya-Watson prediction, and
 the extended scores whose softmax is the same; then which value a very narrow kernel returns (the
 hard lookup as a limit). Part 2 asks what makes a Gaussian kernel a softmax of scaled dot products,
@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from qkv import examples
-
+from .. import variants
 from ..checks import Choice, ChoiceCheck, ProblemSet, ValueCheck, function_checks
 from ..expectations import expect_kernel_step, option_check, ordered_options
 from ..functions import (
@@ -62,7 +61,7 @@ ADDITIVE_OPTIONS = {
 
 def givens(variant: int) -> dict:
     """The variant's query, keys, values and kernel width, and the order of each question's options."""
-    lookup = examples.kernel_lookup_example(variant)
+    lookup = variants.kernel_lookup_example(variant)
     return {"q": lookup.Q, "K": lookup.K, "V": lookup.V, "sigma": lookup.sigma, "keys": KEYS, "values": VALUES,
             "why_options": ordered_options(WHY_OPTIONS, WHY_RIGHT, "ps11_options/why", variant),
             "additive_options": ordered_options(ADDITIVE_OPTIONS, ADDITIVE_RIGHT, "ps11_options/additive", variant)}

@@ -9,7 +9,7 @@ student's sentence, and on small layers of other sizes (hidden: on another sente
 the student takes one named head's map from it and reads the map: which token
 "compensation" attends to, and why (the head's pattern).
 
-The layer, head and sentence are the variant's (:func:`qkv.examples.compensation_head_example`);
+The layer, head and sentence are the variant's (:func:`qkv_exercises.variants.compensation_head_example`);
 their numbers come from the excerpt of the model that ships with the course
 (:func:`qkv.models.load_minilm_excerpt`), which a test checks against the model package.
 """
@@ -21,7 +21,7 @@ import numpy as np
 from qkv import examples
 from qkv.models import load_minilm_excerpt
 
-from .. import slips
+from .. import slips, variants
 from ..checks import Choice, ChoiceCheck, ProblemSet, ValueCheck, function_checks
 from ..expectations import LAYER_ARRAYS, choose_option, expect_head_map, layer_weights, ordered_options
 from ..functions import (
@@ -31,6 +31,7 @@ from ..functions import (
     random_small_layer_calls,
     small_layer_call,
 )
+from .ps12_trained_model_slips import HEAD_COUNTED_FROM_0
 
 PATTERN_OPTIONS = {  # the pattern a head follows -> the option that says so
     "previous token": "It is a previous-token head: in its map nearly every token puts most of its weight on "
@@ -57,7 +58,7 @@ WHY_SEED = (PATTERN_OPTIONS["previous token"], PATTERN_OPTIONS["next token"], PA
 def givens(variant: int) -> dict:
     """The variant's sentence, layer and head, what the layer reads (X), its fused matrices, and the
     options of the question why."""
-    ex = examples.compensation_head_example(variant)
+    ex = variants.compensation_head_example(variant)
     right = PATTERN_OPTIONS[ex.pattern]  # where the option the variant's head follows must not be: variant 0's place
     return {
         "model": ex.model, "sentence": ex.sentence, "tokens": ex.tokens, "query": ex.query,
@@ -82,7 +83,7 @@ def _attended(g) -> Choice:
     right = tokens[int(np.argmax(weights[g["head"] - 1, query]))]
     wrong = {tokens[int(np.argmax(weights[g["head"] - 1, :, query]))]: slips.READ_COLUMN_NOT_ROW.advice}
     if g["head"] < g["num_heads"]:
-        wrong.setdefault(tokens[int(np.argmax(weights[g["head"], query]))], slips.HEAD_COUNTED_FROM_0.advice)
+        wrong.setdefault(tokens[int(np.argmax(weights[g["head"], query]))], HEAD_COUNTED_FROM_0.advice)
     wrong.pop(right, None)
     return Choice(right=right, choices=tuple(dict.fromkeys(tokens)),
                   explain_right=f"the largest weight in {g['query']}'s row of head {g['head']}",

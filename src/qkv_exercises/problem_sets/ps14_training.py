@@ -1,6 +1,7 @@
 """Problem set 14: training attention, the backward pass.
 
-Part 1 runs head 1 of the student's variant of seed 000 (:func:`qkv.examples.delivery_example`)
+Part 1 runs head 1 of the student's variant of seed 000
+(:func:`qkv_exercises.variants.delivery_example`)
 backwards by hand, for a gradient ``dO`` at its output drawn per variant (variant 0: the chapter's,
 1 at 補償's first output entry): for the query 補償, the gradient ``dA`` at its weights, one row of
 the softmax's Jacobian, the gradient ``dS`` at its scores; then one entry of ``dV`` and one of ``dQ``.
@@ -19,15 +20,15 @@ import functools
 
 import numpy as np
 
-from qkv import examples
 from qkv.attention import linear, scaled_dot_product_attention
 from qkv.backward import attention_backward, softmax_backward
 from qkv.validate import shape_str
-from qkv.variants import VariantDraw, apart_from_seed
 
+from .. import variants
 from ..checking import CODE_TOLERANCE, HAND_TOLERANCE, Expectation, Verdict, judge_value
 from ..checks import Call, ProblemSet, Raised, ValueCheck, function_checks
 from ..slips import NO_SQRT_DK, Slip
+from ..variants import VariantDraw, apart_from_seed
 
 TOKENS = ("外送", "晚到", "補償")
 QUERY = 2  # the row of 補償
@@ -149,8 +150,9 @@ EXAMPLE_VARIANTS = 500  # the delivery examples a variant draws its head from (e
 
 @functools.cache
 def _head_1(example_variant: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Q, K and V of head 1 of :func:`qkv.examples.delivery_example` (callers copy before changing them)."""
-    ex = examples.delivery_example(example_variant)
+    """Q, K and V of head 1 of variant ``example_variant`` of seed 000's delivery example
+    (:func:`qkv_exercises.variants.delivery_example`); callers copy before changing them."""
+    ex = variants.delivery_example(example_variant)
     head = ex.heads[0]
     return tuple(linear(ex.X, W, b) for W, b in ((head.W_Q, head.b_Q), (head.W_K, head.b_K), (head.W_V, head.b_V)))
 

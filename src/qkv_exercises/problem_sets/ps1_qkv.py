@@ -1,6 +1,6 @@
 """Problem set 1: Q, K and V by hand.
 
-Head 1 of seed 000's delivery example (:func:`qkv.examples.delivery_example`), in the
+Head 1 of seed 000's delivery example (:func:`qkv_exercises.variants.delivery_example`), in the
 student's own variant: the queries, the broadcast key bias, the keys and the values;
 then head 2's keys, and which of them is the longest. Checked within 0.01.
 """
@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from qkv import examples
-
+from .. import variants
 from ..checks import Choice, ChoiceCheck, ProblemSet, ValueCheck
 from ..expectations import choose_token, expect_head_step
 
 
 def givens(variant: int) -> dict:
     """The inputs of the student's variant: the tokens, X and both heads."""
-    delivery = examples.delivery_example(variant)
+    delivery = variants.delivery_example(variant)
     head_1, head_2 = delivery.heads
     return {"tokens": delivery.tokens, "X": delivery.X, "head_1": head_1, "head_2": head_2}
 

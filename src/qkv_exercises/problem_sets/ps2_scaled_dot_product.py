@@ -1,7 +1,7 @@
 """Problem set 2: scaled dot-product attention by hand.
 
-Part 1 takes seed 002's single query over three keys (:func:`qkv.examples.q1_example`),
-part 2 head 1 of seed 000's delivery example (:func:`qkv.examples.delivery_example`),
+Part 1 takes seed 002's single query over three keys (:func:`qkv_exercises.variants.q1_example`),
+part 2 head 1 of seed 000's delivery example (:func:`qkv_exercises.variants.delivery_example`),
 both in the student's own variant. Every number is one step of
 ``softmax(Q K^T / sqrt(d_k)) V``, checked within 0.01; the last question asks which
 token's output mixes in the most of 晚到's value.
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from qkv import examples, linear, self_attention
+from qkv import linear, self_attention
 
-from .. import slips
+from .. import slips, variants
 from ..checks import Choice, ChoiceCheck, ProblemSet, ValueCheck
 from ..expectations import choose_token, expect_attention_step, expect_head_step
 
@@ -24,8 +24,8 @@ LATE = 1  # 晚到's index among the tokens
 
 def givens(variant: int) -> dict:
     """The inputs of the student's variant: the single query, then head 1 of the delivery example."""
-    single = examples.q1_example(variant)
-    delivery = examples.delivery_example(variant)
+    single = variants.q1_example(variant)
+    delivery = variants.delivery_example(variant)
     X, head_1 = delivery.X, delivery.heads[0]
     return {
         "q1": single.Q, "K": single.K, "V": single.V, "keys": KEYS, "values": VALUES,

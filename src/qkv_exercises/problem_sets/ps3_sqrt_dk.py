@@ -1,6 +1,6 @@
 """Problem set 3: why divide by sqrt(d_k).
 
-Part 1 is seed 002's softmax saturation example (:func:`qkv.examples.softmax_saturation_example`)
+Part 1 is seed 002's softmax saturation example (:func:`qkv_exercises.variants.softmax_saturation_example`)
 in the student's variant; part 2 asks how large q . k gets, for a width ``d_k`` (a
 perfect square) and components of variance ``variance`` drawn per variant (variant 0:
 d_k = 64, the width of one head in ViT-Base, and variance 1); part 3 checks a
@@ -9,9 +9,7 @@ simulation the student writes, graded by the range of its samples' variance.
 
 from __future__ import annotations
 
-from qkv import examples
-from qkv.variants import VariantDraw
-
+from .. import variants
 from ..checks import FunctionCheck, ProblemSet, ValueCheck
 from ..expectations import expect_dot_product_variance, expect_softmax, expect_typical_size
 from ..functions import (
@@ -22,6 +20,7 @@ from ..functions import (
     sample_call,
     simulated_variance_judge,
 )
+from ..variants import VariantDraw
 
 WIDTHS = (16, 25, 36, 49, 81, 100, 144)  # d_k with an easy square root (64 is the seed's)
 VARIANCES = (0.5, 2.0, 3.0, 4.0)  # never 1: Var(q.k / sqrt(d_k)) = variance^2 is then not the seed's 1
@@ -29,7 +28,7 @@ VARIANCES = (0.5, 2.0, 3.0, 4.0)  # never 1: Var(q.k / sqrt(d_k)) = variance^2 i
 
 def givens(variant: int) -> dict:
     """The saturation example of the variant, and the width and component variance of part 2."""
-    saturation = examples.softmax_saturation_example(variant)
+    saturation = variants.softmax_saturation_example(variant)
     d_k, variance = (64, 1.0) if variant == 0 else _width_and_variance(variant)
     return {"moderate": saturation.moderate, "scaled_up": saturation.scaled_up,
             "d_k_saturation": saturation.d_k, "d_k": d_k, "variance": variance}

@@ -2,7 +2,7 @@
 
 The student writes ``softmax(x, axis=-1)`` and ``scaled_dot_product_attention(Q, K, V)``
 with numpy; the visible checks call them on the student's own variant of seed 002's
-query (:func:`qkv.examples.q1_example`), of head 1 of seed 000's delivery example, and
+query (:func:`qkv_exercises.variants.q1_example`), of head 1 of seed 000's delivery example, and
 on small inputs that try every behaviour the hidden checks grade (a softmax along axis
 0 and on 3-D scores, attention with n_q != n_k ...). Then the attention matrix of seed
 001's 中和 有 一個 永和路 (:func:`qkv.examples.zhonghe_example`) mixes a matrix of values
@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from qkv import examples, linear, trace_head
-from qkv.variants import VariantDraw, apart_from_seed
 
+from .. import variants
 from ..checks import ProblemSet, ValueCheck, function_checks
 from ..expectations import expect_weighted_sum
 from ..functions import (
@@ -29,6 +29,7 @@ from ..functions import (
     random_softmax_calls,
     softmax_call,
 )
+from ..variants import VariantDraw, apart_from_seed
 
 SEED_VALUES = np.array([
     [2.0, 0.0],  # 中和
@@ -40,8 +41,8 @@ SEED_VALUES = np.array([
 
 def givens(variant: int) -> dict:
     """The variant's q1 example, head 1 of its delivery example, and the values that 中和 有 一個 永和路 mix."""
-    single = examples.q1_example(variant)
-    delivery = examples.delivery_example(variant)
+    single = variants.q1_example(variant)
+    delivery = variants.delivery_example(variant)
     head_1 = trace_head(delivery.X, *delivery.heads[0])
     zhonghe = examples.zhonghe_example()
     return {

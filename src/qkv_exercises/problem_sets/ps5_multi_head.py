@@ -1,6 +1,6 @@
 """Problem set 5: multi-head attention.
 
-Head 2 of seed 000's delivery example (:func:`qkv.examples.delivery_example`) end to
+Head 2 of seed 000's delivery example (:func:`qkv_exercises.variants.delivery_example`) end to
 end, both heads joined and projected with ``W_O = I`` and with a mixing ``W_O`` drawn
 per variant, all by hand within 0.01; then ``split_heads`` and ``merge_heads`` in code,
 checked to 1e-6 on small inputs and (hidden) on random ones.
@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from qkv import examples, self_attention, split_heads
-from qkv.variants import VariantDraw, apart_from_seed
 
+from .. import variants
 from ..checks import FunctionCheck, ProblemSet, ValueCheck
 from ..expectations import expect_head_step, expect_multi_head_step
 from ..functions import (
@@ -24,6 +24,7 @@ from ..functions import (
     random_split_calls,
     split_call,
 )
+from ..variants import VariantDraw, apart_from_seed
 
 SEED_MIXING = np.array([
     [0.5, 0.0, 1.0, 0.0],
@@ -35,7 +36,7 @@ SEED_MIXING = np.array([
 
 def givens(variant: int) -> dict:
     """The variant's delivery example, head 1's output (given), and the mixing W_O."""
-    delivery = examples.delivery_example(variant)
+    delivery = variants.delivery_example(variant)
     head_1, head_2 = delivery.heads
     given = {"tokens": delivery.tokens, "X": delivery.X, "heads": delivery.heads, "head_1": head_1,
              "head_2": head_2, "W_O": delivery.W_O, "b_O": delivery.b_O,

@@ -1,7 +1,7 @@
 """Problem set 6: reading attention maps.
 
 Part 1 shows the two heads' maps of seed 000's delivery example
-(:func:`qkv.examples.delivery_example`) in the student's variant and asks what they
+(:func:`qkv_exercises.variants.delivery_example`) in the student's variant and asks what they
 show: who attends most to 晚到 (a column), whom 補償 attends to least in head 2 (a
 row), why, and what a map does not show (options in an order drawn per variant).
 Part 2 cuts a small image drawn per variant into patches; the student computes one
@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from qkv import examples, multi_head_attention, patchify, softmax
-from qkv.variants import VariantDraw, apart_from_seed
+from qkv import multi_head_attention, patchify, softmax
 
-from .. import slips
+from .. import slips, variants
 from ..checks import Choice, ChoiceCheck, ProblemSet, ValueCheck
 from ..expectations import (
     choose_token,
@@ -26,6 +25,8 @@ from ..expectations import (
     ordered_options,
     patch_weights,
 )
+from ..variants import VariantDraw, apart_from_seed
+from .ps6_maps_slips import MOST_NOT_LEAST
 
 LATE, COMPENSATION = 1, 2  # 晚到 and 補償 among the tokens
 PATCH_SIZE = 2
@@ -57,7 +58,7 @@ NOT_SHOWN_OPTIONS = {
 
 def givens(variant: int) -> dict:
     """The variant's maps, the order of each question's options, and the image and query patch of part 2."""
-    delivery = examples.delivery_example(variant)
+    delivery = variants.delivery_example(variant)
     _, maps = multi_head_attention(delivery.X, delivery.heads, delivery.W_O, delivery.b_O)  # (2, 3, 3)
     image, query_patch = (SEED_IMAGE.copy(), SEED_QUERY_PATCH) if variant == 0 else _image(variant)
     return {"tokens": delivery.tokens, "X": delivery.X, "heads": delivery.heads, "maps": maps,
@@ -103,7 +104,7 @@ def _least_attended_head2(g) -> Choice:
     row = g["maps"][1][COMPENSATION]  # head 2, what 補償 attends to
     right = int(np.argmin(row))
     return choose_token(g["tokens"], right,
-                        wrong={int(np.argmax(row)): slips.MOST_NOT_LEAST.advice,
+                        wrong={int(np.argmax(row)): MOST_NOT_LEAST.advice,
                                int(np.argmin(g["maps"][1][:, COMPENSATION])): slips.READ_COLUMN_NOT_ROW.advice},
                         explain_right="the smallest weight in 補償's row of head 2",
                         reveal=f"In head 2, 補償 attends least to {g['tokens'][right]} ({row[right]:.2f}).")

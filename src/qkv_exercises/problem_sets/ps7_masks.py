@@ -1,12 +1,12 @@
 """Problem set 7: masks and cross-attention.
 
 Part 1 reads head 1 of seed 000's 外送 晚到 補償 left to right under a causal mask
-(:func:`qkv.examples.causal_delivery_example`, in the student's variant): the
+(:func:`qkv_exercises.variants.causal_delivery_example`, in the student's variant): the
 exponentials and the weights of 晚到's masked row, the whole masked weight matrix, and
 which keys and outputs the mask lets through. Part 2 asks what a padding mask hides and
 where cross-attention takes its queries, keys and values from, then works the 2 x 3
 cross-attention of "late delivery" over 外送 晚到 補償
-(:func:`qkv.examples.delivery_translation_example`). Part 3 checks three functions the
+(:func:`qkv_exercises.variants.delivery_translation_example`). Part 3 checks three functions the
 student writes, ``causal_mask(n)``, ``padding_mask(lengths, n)`` and ``masked_softmax(scores,
 mask)``, on the student's own scores and on small inputs that try every behaviour the hidden
 checks grade.
@@ -14,8 +14,9 @@ checks grade.
 
 from __future__ import annotations
 
-from qkv import Head, causal_mask, examples, trace_head
+from qkv import Head, causal_mask, trace_head
 
+from .. import variants
 from ..checks import ProblemSet, ValueCheck, function_checks
 from ..expectations import expect_cross_step, expect_masked_step, option_check, ordered_options
 from ..functions import (
@@ -78,8 +79,8 @@ CROSS_OPTIONS = {
 
 def givens(variant: int) -> dict:
     """The variant's head 1 scores of 外送 晚到 補償, its translation example, and the options' orders."""
-    causal = examples.causal_delivery_example(variant)
-    translation = examples.delivery_translation_example(variant)
+    causal = variants.causal_delivery_example(variant)
+    translation = variants.delivery_translation_example(variant)
     head = translation.head
     return {
         "tokens": causal.tokens, "S1": trace_head(causal.X, *causal.head).S,  # (3, 3): head 1's scaled scores

@@ -1,11 +1,11 @@
 """Problem set 8: order and position.
 
 Part 1 gives the outputs and weights of one head on 中和 有 一個 永和路 and a reordering
-of the tokens (:func:`qkv.examples.zhonghe_reordered_example`, in the student's variant);
+of the tokens (:func:`qkv_exercises.variants.zhonghe_reordered_example`, in the student's variant);
 the student writes the permutation matrix ``P`` and the outputs of the reordered sentence
 without computing attention again (``P O``), says what its weights are (``P A P^T``) and
 what changes once positions are added. Part 2 works the sinusoidal encoding of one position by hand
-(:func:`qkv.examples.position_encoding_example`: a width whose frequencies are powers
+(:func:`qkv_exercises.variants.position_encoding_example`: a width whose frequencies are powers
 of 10), the dot product of two positions' encodings from their offset, which other pair
 has the same dot product, and what rotary embeddings turn. Part 3 checks the student's
 ``sinusoidal_position_encoding(n, d_model)``.
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from qkv import examples, self_attention
-from qkv.variants import VariantDraw
+from qkv import self_attention
 
+from .. import variants
 from ..checks import Choice, ChoiceCheck, ProblemSet, ValueCheck, function_checks
 from ..expectations import (
     choose_option,
@@ -29,6 +29,7 @@ from ..expectations import (
     ordered_options,
 )
 from ..functions import encoding_call, judge_encoding, random_encoding_calls
+from ..variants import VariantDraw
 
 FORMULA_RIGHT = "P A P^T: the rows and the columns reordered."
 FORMULA_OPTIONS = {  # option -> what choosing it means (the right one: "")
@@ -67,10 +68,10 @@ SHIFTS = range(20, 61)  # how far the pairs of the same-dot-product question mov
 def givens(variant: int) -> dict:
     """The variant's 中和 有 一個 永和路 outputs and weights and its reordering; the width, position and
     pair of part 2; the orders of the options."""
-    reordered = examples.zhonghe_reordered_example(variant)
+    reordered = variants.zhonghe_reordered_example(variant)
     ex, order = reordered.example, reordered.order
     O, A = self_attention(ex.X, *ex.head)  # (4, 4) each
-    position = examples.position_encoding_example(variant)
+    position = variants.position_encoding_example(variant)
     pair = position.pair
     shift = 100 if variant == 0 else VariantDraw("ps8_shift", variant).choice(SHIFTS)  # the chapter: 0, 3 and 100, 103
     return {

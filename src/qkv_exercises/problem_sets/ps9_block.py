@@ -1,7 +1,7 @@
 """Problem set 9: the block around attention.
 
 Part 1 follows 補償 through the first half of a post-LN encoder block, by hand, in the
-student's variant of :func:`qkv.examples.delivery_block_row_example`: the residual sum of
+student's variant of :func:`qkv_exercises.variants.delivery_block_row_example`: the residual sum of
 its vector and what attention adds, then the layer norm of that row (mean, variance, the
 normalised row, gamma and beta). Part 2 asks where the models put the parts (which model is
 post-LN, which is decoder-only), what the residual connection carries and where tokens
@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from qkv import examples
-from qkv.variants import VariantDraw
-
+from .. import variants
 from ..checks import ChoiceCheck, ProblemSet, ValueCheck, function_checks
 from ..expectations import choose_option, expect_block_row_step, ordered_options
 from ..functions import (
@@ -30,6 +28,7 @@ from ..functions import (
     layer_norm_rows_call,
     random_layer_norm_calls,
 )
+from ..variants import VariantDraw
 
 # What each model does, in the words a wrong choice is explained with.
 POST_LN = {  # models that normalise after each residual sum
@@ -78,7 +77,7 @@ EXCHANGE_OPTIONS = {
 
 def givens(variant: int) -> dict:
     """The variant's row of 補償 (x, what attention adds, gamma, beta, eps) and each question's options."""
-    row = examples.delivery_block_row_example(variant)
+    row = variants.delivery_block_row_example(variant)
     return {
         "token": row.token, "x": row.x, "a": row.attended, "gamma": row.gamma, "beta": row.beta, "eps": row.eps,
         "post_ln_options": _models(POST_LN, PRE_LN, SEED_POST_LN, "post_ln", variant),

@@ -1,18 +1,19 @@
-"""Stable random draws for the variants of the worked examples.
+"""Stable random draws for the variants of the worked examples, and the tests a draw must pass.
 
-Every worked example of :mod:`qkv.examples` has variants: the same story, tokens,
-shapes and steps, with other numbers, so that each student computes their own.
-Variant 0 is always the seed article's own numbers. A variant's numbers must be the
-same on every machine and in every later release of the course, so they are not
-drawn with numpy's generators (whose streams may change between numpy releases) but
-from SHAKE-256 in counter mode: :class:`VariantDraw` turns ``(example, variant)`` into a
-stream of whole numbers that depends on nothing else.
+Every worked example of :mod:`qkv.examples` that students compute has variants: the same
+story, tokens, shapes and steps, with other numbers, so that each student computes their
+own. Variant 0 is always the seed article's own numbers. A variant's numbers must be the
+same on every machine and in every later release of the course, so they are not drawn
+with numpy's generators (whose streams may change between numpy releases) but from
+SHAKE-256 in counter mode: :class:`VariantDraw` turns ``(example, variant)`` into a stream
+of whole numbers that depends on nothing else.
 
-The examples draw small numbers (integers and halves) in stages: each stage draws
-from the stream until its part is as workable by hand as the seed's (no ties where a
-question asks for the largest weight, weights neither all near 0 nor near 1, ...),
-or picks directly from the list of every workable choice, so that a variant costs
-about a millisecond, not thousands of whole retries.
+The story modules of :mod:`qkv_exercises.variants` and the problem sets draw small
+numbers (integers and halves) in stages: each stage draws from the stream until its part
+is as workable by hand as the seed's (no ties where a question asks for the largest
+weight, weights neither all near 0 nor near 1, ...), or picks directly from the list of
+every workable choice, so that a variant costs about a millisecond, not thousands of
+whole retries. Changing a draw changes students' numbers: tests pin a few variants.
 """
 
 from __future__ import annotations
@@ -104,3 +105,31 @@ def apart_from_seed(value, seed_value) -> bool:
     (or has another shape)."""
     value, seed_value = np.asarray(value, dtype=float), np.asarray(seed_value, dtype=float)
     return value.shape != seed_value.shape or float(np.abs(value - seed_value).max()) > APART_FROM_SEED
+
+
+def all_differ(steps, seed_steps) -> bool:
+    """Whether every step differs from the seed's same step (:func:`apart_from_seed`)."""
+    return all(apart_from_seed(a, b) for a, b in zip(steps, seed_steps))
+
+
+def first_apart_from_seed(example: str, variant: int, draw_once: Callable[[VariantDraw], T | None],
+                          steps: Callable[[T], Sequence], seed_steps: Sequence, what: str) -> T:
+    """The first candidate ``draw_once`` draws for variant ``variant`` of ``example`` that is not None
+    and whose ``steps`` all differ from ``seed_steps`` (:func:`all_differ`).
+
+    Raises RuntimeError as :meth:`VariantDraw.until` does.
+    """
+    return VariantDraw(example, variant).until(
+        draw_once, lambda candidate: candidate is not None and all_differ(steps(candidate), seed_steps), what)
+
+
+def margins(values: np.ndarray) -> np.ndarray:
+    """The largest minus the second largest along the last axis: how clearly the largest stands out."""
+    ordered = np.sort(values, axis=-1)
+    return ordered[..., -1] - ordered[..., -2]
+
+
+def clear_largest(row: np.ndarray, margin: float) -> bool:
+    """Whether the largest entry of ``row`` exceeds the second largest by ``margin`` or more."""
+    top, second = np.sort(row)[::-1][:2]
+    return top - second >= margin

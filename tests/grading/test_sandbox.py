@@ -1,0 +1,142 @@
+"""A notebook in the sandbox cannot get past its limits, and leaves nothing behind, as root and without root.
+
+Each test runs :func:`qkv_grading.sandbox.run_job` itself (the pure step of grading, a few
+seconds a sandbox) on cells written as an attacker would write them, as root (CI) and as a
+real unprivileged local user (:mod:`tests.local_users`), and reads what the cells printed.
+The same attacks are graded with the real command in ``tests/test_grading_adversarial.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from qkv_grading import cgroups, identities, run_record, sandbox
+
+from ..local_users import GRADER, local_user, run_as
+from ..sandbox_attacks import holes, job, printed, status
+
+pytestmark = pytest.mark.skipif(sandbox.shutil.which("bwrap") is None, reason="needs bubblewrap")
+
+MiB = 1 << 20
+LIMITS = sandbox.Limits(notebook_seconds=40, workspace=8 * MiB, shared_memory=4 * MiB, sandbox_memory=320 * MiB)
+
+
+@pytest.fixture(scope="module")
+def as_root():
+    """The attacks run as root: one sandbox that tries everything, then one that looks for what it left."""
+    if not sandbox.privileged():
+        pytest.skip("runs as root (CI); the unprivileged run is test_without_root_*")
+    first = sandbox.run_job(job("user namespace", "kernel keys", "writable places", "left behind"), LIMITS)
+    uid = int(next(line for line in printed(first) if line.startswith("left behind: uid")).split()[-1])
+    after = {"processes": identities.processes_of(uid), "leftovers": identities.leftover_processes()}
+    second = sandbox.run_job(job("what is left"), LIMITS)
+    return {"first": first, "second": second, "uid": uid, **after}
+
+
+def test_as_root_no_user_namespace_key_or_writable_place_outside_the_limits(as_root):
+    lines = printed(as_root["first"])
+    assert not holes(lines), "\n".join(lines)
+    assert sum("user namespace: refused" in line for line in lines) == 1, "\n".join(lines)
+    assert sum("kernel keys: refused" in line for line in lines) == 2, "\n".join(lines)
+    assert [line.split()[-1] for line in lines if "writable places: size" in line] == [
+        str(LIMITS.workspace), str(LIMITS.shared_memory)]
+    assert sum("writable places: full" in line for line in lines) == 2, "\n".join(lines)
+
+
+def test_as_root_nothing_of_a_sandbox_is_left_for_the_next(as_root):
+    assert as_root["processes"] == [], "processes of the sandbox's uid left running"
+    assert as_root["leftovers"] == {}
+    lines = printed(as_root["second"])
+    assert not holes(lines), "\n".join(lines)
+    # Only the sandbox's own reaper (1) and the runner (2) are in view: nothing of the first sandbox.
+    assert "what is left: processes ['1', '2']" in lines, "\n".join(lines)
+
+
+def test_as_root_each_sandbox_has_an_identity_in_the_range_no_one_else_holds(as_root):
+    assert as_root["uid"] in identities.uids()
+    assert 0 < as_root["uid"] != os.getuid()
+
+
+def test_two_graders_at_once_never_share_an_identity(tmp_path):
+    """Sandboxes of two threads of this process and of another grading process, all at once."""
+    if not sandbox.privileged():
+        pytest.skip("identities are taken only when grading runs as root")
+    sleeper = {"problem_set": "ps0", "givens": {},
+               "cells": [{"id": 0, "run": "import os, time\nprint('uid', os.getuid())\ntime.sleep(4)"}]}
+    other = subprocess.Popen([sys.executable, "-c", "import sys\nfrom qkv_grading import sandbox\n"
+                              f"sys.stdout.buffer.write(sandbox.run_job({sleeper!r}))"], stdout=subprocess.PIPE)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(sandbox.run_job(sleeper, LIMITS))) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    results.append(other.communicate(timeout=120)[0])
+    uids = [int(printed(r)[0].split()[-1]) for r in results]
+    assert len(set(uids)) == 3, uids
+
+
+def test_a_sandbox_is_bounded_in_memory_as_a_whole():
+    """Three processes of 150 MiB each, under the per-process limit but over the sandbox's 320 MiB together."""
+    if not isinstance(cgroups.kind(), cgroups.Hierarchy):
+        pytest.skip(f"this machine gives no cgroup for a sandbox ({cgroups.kind()}): memory is bounded per process")
+    hog = ("import os, select, time\nread, write = os.pipe()\nchildren = []\n"
+           "def hold():\n    block = bytearray(150 << 20)\n    for i in range(0, len(block), 4096):\n"
+           "        block[i] = 1\n    return block\n"
+           "for _ in range(2):\n    pid = os.fork()\n    if pid == 0:\n        block = hold()\n"
+           "        os.write(write, b'x')\n        time.sleep(8)\n        os._exit(0)\n    children.append(pid)\n"
+           "block = hold()\nheld = b''\nwhile len(held) < 2 and select.select([read], [], [], 6)[0]:\n"
+           "    held += os.read(read, 2)\n"
+           "alive = [os.waitpid(pid, os.WNOHANG)[0] == 0 for pid in children]\n"
+           "print('HOLE all three held their memory' if len(held) == 2 and all(alive) else 'memory: a process was stopped')")
+    data = sandbox.run_job({"problem_set": "ps0", "givens": {}, "cells": [{"id": 0, "run": hog}]}, LIMITS)
+    lines = printed(data)
+    assert not holes(lines), lines
+    assert status(data) == "killed" or "memory: a process was stopped" in lines, (status(data), lines)
+    # One process past the sandbox's memory (and under its own limit) is the one killed, and the record says why.
+    hog = "block = bytearray(400 << 20)\nfor i in range(0, len(block), 4096):\n    block[i] = 1\nprint('HOLE held')"
+    record = run_record.decode(sandbox.run_job({"problem_set": "ps0", "givens": {}, "cells": [{"id": 0, "run": hog}]},
+                                               LIMITS))
+    assert (record.status, record.signal) == ("killed", 9), record
+    assert record.reason == "the sandbox ran out of its 320 MiB of memory"
+
+
+@pytest.fixture(scope="module")
+def as_grader():
+    """The attacks run by a real unprivileged user (grading without root)."""
+    user = local_user(GRADER)
+    code = ("import json, sys\nfrom qkv_grading import sandbox\nlimits = sandbox.Limits(**json.loads(sys.argv[1]))\n"
+            "first = sandbox.run_job(json.loads(sys.argv[2]), limits).decode('ascii')\n"
+            "second = sandbox.run_job(json.loads(sys.argv[3]), limits).decode('ascii')\n"
+            "print(json.dumps({'first': first, 'second': second, 'isolation': sandbox.isolation()}))")
+    done = run_as(user, [sys.executable, "-c", code, json.dumps(LIMITS.as_dict()),
+                         json.dumps(job("user namespace", "kernel keys", "writable places", "left behind")),
+                         json.dumps(job("what is left"))], reachable=[], env={"HOME": "/nonexistent"},
+                  capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    return {"first": found["first"].encode("ascii"), "second": found["second"].encode("ascii"),
+            "isolation": found["isolation"], "uid": user.pw_uid}
+
+
+def test_without_root_no_user_namespace_key_or_writable_place_outside_the_limits(as_grader):
+    lines = printed(as_grader["first"])
+    assert not holes(lines), "\n".join(lines)
+    assert "user namespace" in as_grader["isolation"]
+    assert sum("kernel keys: refused" in line for line in lines) == 2, "\n".join(lines)
+    assert [line.split()[-1] for line in lines if "writable places: size" in line] == [
+        str(LIMITS.workspace), str(LIMITS.shared_memory)]
+    assert f"left behind: uid {as_grader['uid']}" in lines
+
+
+def test_without_root_nothing_of_a_sandbox_is_left_for_the_next(as_grader):
+    lines = printed(as_grader["second"])
+    assert not holes(lines), "\n".join(lines)
+    assert "what is left: processes ['1', '2']" in lines, "\n".join(lines)
+    assert identities.processes_of(as_grader["uid"]) == []
