@@ -1,6 +1,7 @@
 # Attention by Hand: one entry point for readers, students, instructors and CI.
 #   make site   set up .venv if needed, build the website, print where it is
 #   make test   set up everything, then run every test (the book build and nbgrader included)
+#   make translations                 translators: update every catalogue from the sources (locales/README.md)
 #   make release                      instructors: release every problem set into exercises/release/
 #   make grade SUBMISSIONS=path [PS=ps1_qkv]
 #                                     instructors: grade a folder submitted/<student>/<ps>/ or an LMS zip,
@@ -21,16 +22,33 @@ QKV_BUILT = $(BUILD_DIR)/.qkv-built
 JOBS := $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1) )))
 PYTEST_ARGS ?=
 
-.PHONY: site test venv browser sandbox clean release grade
+.PHONY: site test venv browser sandbox clean release grade translations
 
-# sphinx-build reads the pages in $(JOBS) processes (`jupyter-book build` reads them one by one).
-# The conf.py that Jupyter Book generates does not put the local extensions on the path: PYTHONPATH does.
+SPHINX = PYTHONPATH=$(CURDIR)/book/_ext$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/sphinx-build
+# Both editions, English at $(BUILD_DIR)/html and 繁體中文 at $(BUILD_DIR)/html/zh-TW, from the same
+# chapters. sphinx-build reads the pages in $(JOBS) processes (`jupyter-book build` reads them one
+# by one). The conf.py that Jupyter Book generates does not put the local extensions on the path:
+# PYTHONPATH does.
 site: $(INSTALLED) conf.py
-	@# A change under src/ changes numbers on every page: rebuild them all (Sphinx only tracks the pages).
-	@if [ -f $(QKV_BUILT) ] && [ -z "$$(find src -name '*.py' -newer $(QKV_BUILT))" ]; then all=; else all=-E; fi; \
-	PYTHONPATH=$(CURDIR)/book/_ext$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/sphinx-build -b html -j $(JOBS) -W --keep-going $$all -d $(BUILD_DIR)/.doctrees . $(BUILD_DIR)/html
+	@# A change under src/ (code, or what the kernels print in zh-TW) changes every page: rebuild them
+	@# all (Sphinx only tracks the pages and their catalogues).
+	@if [ -f $(QKV_BUILT) ] && [ -z "$$(find src \( -name '*.py' -o -name '*.po' \) -newer $(QKV_BUILT))" ]; then all=; else all=-E; fi; \
+	$(SPHINX) -b html -j $(JOBS) -W --keep-going $$all -d $(BUILD_DIR)/.doctrees . $(BUILD_DIR)/html && \
+	$(SPHINX) -b html -j $(JOBS) -W --keep-going $$all -D language=zh_TW -d $(BUILD_DIR)/.doctrees-zh_TW \
+		. $(BUILD_DIR)/html/zh-TW
 	@touch $(QKV_BUILT)
-	@echo "The website is at $(abspath $(SITE))"
+	@echo "The website is at $(abspath $(SITE)) (繁體中文: $(abspath $(BUILD_DIR)/html/zh-TW/index.html))"
+
+# Translators: bring every catalogue in step with the sources (locales/README.md). The prose of
+# every page (Sphinx's gettext builder, which runs the chapters), the theme's and the extensions'
+# words, and what the chapter kernels draw and print; sphinx-intl then updates each .po, marking
+# a changed message fuzzy. A fixed SOURCE_DATE_EPOCH (2026-01-01) keeps unchanged catalogues unchanged.
+translations: $(INSTALLED) conf.py
+	rm -rf $(BUILD_DIR)/gettext $(BUILD_DIR)/gettext-kernel
+	SOURCE_DATE_EPOCH=1767225600 $(SPHINX) -b gettext -j $(JOBS) -W --keep-going -d $(BUILD_DIR)/.doctrees-gettext . $(BUILD_DIR)/gettext
+	$(BIN)/python locales/extract_messages.py $(BUILD_DIR)/gettext $(BUILD_DIR)/gettext-kernel
+	$(BIN)/sphinx-intl update -p $(BUILD_DIR)/gettext -d locales -l zh_TW -w 0 --no-obsolete
+	$(BIN)/sphinx-intl update -p $(BUILD_DIR)/gettext-kernel -d src/qkv_book/locales -l zh_TW -w 0 --no-obsolete
 
 # Sphinx's configuration, made from _config.yml (edit that; conf.py is generated and not in git).
 conf.py: _config.yml _toc.yml $(INSTALLED)

@@ -8,9 +8,8 @@ here, or use ``make release`` / ``make grade`` at the top of the repository.
 
 import os
 
-import nbgrader
-
 from qkv_grading.collect import PLATFORM_NAME
+from qkv_grading.markup import FILTERS
 from qkv_grading.nbgrader_feedback import HideHiddenTests
 
 c = get_config()  # noqa: F821 (provided by nbgrader when it reads this file)
@@ -56,13 +55,14 @@ c.FileNameCollectorPlugin.named_regexp = "(?s)(?:.*/)?" + PLATFORM_NAME.format(f
 # `nbgrader export` writes grades.csv through the csv module, so that any student id gives a valid file.
 c.ExportApp.plugin_class = "qkv_grading.gradebook.CsvExport"
 
-# Formgrader shows students' markdown and outputs with their HTML sanitized (no script runs).
-c.HTMLExporter.sanitize_html = True
-
-# Feedback pages load MathJax from the feedback folder (feedback/_mathjax/, copied by
-# `python -m qkv_grading`), not from nbgrader's default CDN: templates/feedback_offline/.
-c.HTMLExporter.template_name = "feedback_offline"
-c.HTMLExporter.extra_template_basedirs = [
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates"),
-    os.path.join(os.path.dirname(nbgrader.__file__), "server_extensions", "formgrader", "templates"),
-]
+# The pages an instructor opens show students' notebooks, and nothing of a student's may run on
+# them (qkv_grading.markup): formgrader's grading page uses the course's templates/qkv_formgrade,
+# and `nbgrader generate_feedback` templates/qkv_feedback. Both sanitise every markdown cell and
+# output, escape every value, allow no script but their own, and read MathJax from the course's
+# copy in feedback/_mathjax/ (made by `python -m qkv_grading grade`), never from a CDN.
+# Formgrader's exporter is nbgrader's top-level HTMLExporter; generate_feedback's is its own.
+c.HTMLExporter.template_name = "qkv_formgrade"
+c.HTMLExporter.extra_template_basedirs = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")]
+c.HTMLExporter.filters = FILTERS
+c.HTMLExporter.sanitize_html = True  # nbconvert's own sanitiser too, wherever its templates use it
+c.GenerateFeedback.HTMLExporter.template_name = "qkv_feedback"

@@ -3,7 +3,8 @@
 One class hands in problem set 2 and the probe problem set (``ps99_probe``: hidden value and
 function checks). Most attackers hand in blank answers, so that any point they get could only
 come from tampering: :func:`attacks` does things in the sandbox, :func:`tests.hostile_data.data_attacks`
-sends hostile data back. The session fixture :func:`adversarial_class` (registered in
+sends hostile data back, :func:`tests.hostile_markup.markup_attacks` hands in markup meant to run on
+the pages an instructor opens (formgrader's and nbgrader's feedback). The session fixture :func:`adversarial_class` (registered in
 ``tests/conftest.py``) grades the class three times with ``python -m qkv_grading grade``: then
 ``--fresh`` (every notebook runs again), then once more without (every record comes from the
 journal), and keeps what each run printed, graded, wrote and cost (the grading process's peak
@@ -47,6 +48,7 @@ from .grading_support import (
 from .local_users import NEIGHBOUR, local_user, run_as
 from .sandbox_attacks import ATTACKS
 from .hostile_data import data_attacks
+from .hostile_markup import markup_attacks
 
 TIMEOUT = "12"  # seconds per notebook in these runs
 FULL = points(source_notebook(PS2))  # every point of ps2
@@ -234,7 +236,7 @@ def adversarial_class(tmp_path_factory):
     for (student, ps), _ in HONEST.items():
         hand_in(folder, student, ps, source_of(ps))
     hand_in(folder, "blank", PS2, released(course, PS2))
-    cases = {**attacks(course, listener.port), **data_attacks(course)}
+    cases = {**attacks(course, listener.port), **data_attacks(course), **markup_attacks(course, listener.port)}
     for student, (ps, nb, files, _, _) in cases.items():
         path = hand_in(folder, student, ps, nb)
         for name, text in files.items():

@@ -12,7 +12,8 @@
 - ``probe_cjk_fonts``: which fonts actually drew each run of Chinese text (Chromium's
   ``CSS.getPlatformFontsForNode``);
 - ``FontCoverage``: whether those fonts have glyphs for it, as fontconfig says;
-- ``fetch``: a plain GET to the test server, for links and downloads.
+- ``fetch``: a plain GET to the test server, for links and downloads;
+- ``jupyter``: JupyterLab or a Jupyter server on 127.0.0.1 with a token, for the tests that use one.
 """
 
 from __future__ import annotations
@@ -21,9 +22,15 @@ import contextlib
 import dataclasses
 import functools
 import http.server
+import os
+import secrets
 import shutil
+import signal
+import socket
 import subprocess
+import sys
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -100,6 +107,55 @@ def fetch(url: str) -> tuple[int, bytes]:
             return response.status, response.read()
     except urllib.error.HTTPError as error:
         return error.code, b""
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def answers(url: str) -> bool:
+    """True once the server at ``url`` answers 200."""
+    try:
+        return fetch(url)[0] == 200
+    except OSError:  # not listening yet
+        return False
+
+
+@contextlib.contextmanager
+def jupyter(subcommand: str, root: Path, home: Path, *options: str, env: dict | None = None,
+            start_seconds: float = 120) -> Iterator[tuple[str, str]]:
+    """``jupyter <subcommand>`` (``lab``, ``server``) serving ``root``, started in it, on 127.0.0.1 with a
+    random token, its runtime, settings and workspaces in ``home``; yields ``(base URL, token)`` once
+    it answers, and stops it afterwards. Its output is in ``home/jupyter.log``."""
+    token = secrets.token_hex(16)
+    port = free_port()
+    env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+           **(env or {})}
+    command = [str(Path(sys.executable).with_name("jupyter")), subcommand, "--no-browser", "--ip=127.0.0.1",
+               f"--port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+               "--ServerApp.port_retries=0", "--allow-root", *options]
+    log_path = home / "jupyter.log"
+    with log_path.open("w") as log:
+        server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root)
+        base = f"http://127.0.0.1:{port}/"
+        try:
+            deadline = time.monotonic() + start_seconds
+            while not answers(f"{base}api/status?token={token}"):
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"jupyter {subcommand} did not start:\n{log_path.read_text()[-3000:]}")
+                time.sleep(0.5)
+            yield base, token
+        finally:
+            server.send_signal(signal.SIGTERM)
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
 
 
 def launch_chromium(playwright, **options):

@@ -276,27 +276,28 @@ def test_a_zip_from_a_learning_platform_is_collected_by_the_platforms_user_ids(r
 
 
 def test_odd_folder_names_are_graded_and_unsafe_ones_refused(released, tmp_path):
-    """Folder names that are globs, hold a comma or a quote, or are the course's own folder names are ids like
-    any; '..'-like, control characters, bytes that are not UTF-8, spreadsheet formulas and ids that differ only
-    by case or Unicode form are refused with a line each; grades.csv stays valid CSV, also as nbgrader's own
-    export writes it."""
+    """Folder names that are globs, hold a comma or an apostrophe, or are the course's own folder names are ids
+    like any; '..'-like, control characters, bytes that are not UTF-8, spreadsheet formulas, markup characters
+    and ids that differ only by case or Unicode form are refused with a line each; grades.csv stays valid CSV,
+    also as nbgrader's own export writes it."""
     course, _ = released
     folder = tmp_path / "submitted"
     source = source_notebook(PS2)
-    good = ["[xy]", "com,ma", 'quote"d', "na\u0308me", "submitted", "autograded", "feedback", "source", "_mathjax"]
+    good = ["[xy]", "com,ma", "o'neil", "na\u0308me", "submitted", "autograded", "feedback", "source", "_mathjax"]
     pairs = ["Zoe", "zoe", "\u212bsa", "\u00c5sa"]  # case; the Angstrom sign and the letter it is equivalent to
-    for student in good + pairs + ["bad\nname", "=1+1"]:
+    for student in good + pairs + ["bad\nname", "=1+1", 'quote"d']:
         write_notebook(folder / student / PS2 / f"{PS2}.ipynb", source)
     os.makedirs(os.path.join(os.fsencode(folder), b"caf\xe9", os.fsencode(PS2)))
     write_notebook(folder / os.fsdecode(b"caf\xe9") / PS2 / f"{PS2}.ipynb", source)
     result = grading(course, "grade", str(folder))
     assert result.returncode == 0, result.stdout + result.stderr
     grades = read_grades(course / "grades.csv")
-    for student in ["[xy]", "com,ma", 'quote"d', "n\u00e4me", "submitted", "autograded", "feedback", "source",
+    for student in ["[xy]", "com,ma", "o'neil", "n\u00e4me", "submitted", "autograded", "feedback", "source",
                     "_mathjax"]:  # n\u00e4me in Unicode's composed form
         assert grades[(student, PS2)] == FULL, result.stdout
     assert "REFUSED: the folder 'bad\\nname': it holds control or invisible characters" in result.stdout
     assert "REFUSED: the folder '=1+1': it starts with '='" in result.stdout
+    assert "REFUSED: the folder 'quote\"d': it holds < > or \", which formgrader's pages would read" in result.stdout
     assert "REFUSED: the folder b'caf\\xe9': it holds bytes that are not UTF-8 text" in result.stdout
     assert "REFUSED: the folder 'Zoe': it is the same id as 'zoe' but for case or Unicode form" in result.stdout
     assert "REFUSED: the folder 'zoe': it is the same id as 'Zoe'" in result.stdout

@@ -18,7 +18,7 @@ from .exercise_support import ROOT, SOURCE
 from .grading_support import PS2
 
 
-@pytest.mark.parametrize("name", ["alice", "ann_b", "[xy]", "com,ma", 'quote"d', "n\u00e4me", "李雷", "a.b-c"])
+@pytest.mark.parametrize("name", ["alice", "ann_b", "[xy]", "com,ma", "o'neil", "n\u00e4me", "李雷", "a.b-c"])
 def test_safe_ids_are_accepted(name):
     assert id_problem(name) is None
 
@@ -27,7 +27,7 @@ def test_safe_ids_are_accepted(name):
     ("..", "path"), (".", "path"), ("a/b", "path"), ("a\\b", "path"), ("", "empty"), ("   ", "empty"),
     ("bad\nname", "control"), ("tab\there", "control"), ("rtl\u202eevil", "invisible"), (" alice", "spaces"),
     (".hidden", "starts with '.'"), ("=1+1", "formula"), ("@cmd", "formula"), ("x" * 101, "longer"),
-    ("caf\udce9", "not UTF-8"),
+    ("caf\udce9", "not UTF-8"), ('quote"d', "markup"), ("<b>", "markup"),
 ])
 def test_unsafe_ids_are_refused_with_the_reason(name, why):
     assert why in id_problem(name)

@@ -18,14 +18,8 @@ Nothing is fetched from outside 127.0.0.1: every other request is blocked and re
 from __future__ import annotations
 
 import json
-import os
 import re
-import secrets
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
 from html.parser import HTMLParser
@@ -34,7 +28,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from .browser_support import CHROMIUM, Recorder, fetch, launch_chromium
+from .browser_support import CHROMIUM, Recorder, jupyter, launch_chromium
 from .test_chapter_sources import notebook_chapters
 
 pytestmark = pytest.mark.slow
@@ -59,20 +53,6 @@ RUN_TIMEOUT_S = 180
 TIMINGS = {"attention_cost": {"slope"}}
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def answers(url: str) -> bool:
-    """True once the server at ``url`` answers 200."""
-    try:
-        return fetch(url)[0] == 200
-    except OSError:  # not listening yet
-        return False
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """JupyterLab serving the repository on 127.0.0.1; yields ``(base_url, token)``."""
@@ -84,31 +64,8 @@ def lab(tmp_path_factory):
     # A copy of the chapters: opening a notebook may rewrite its header, and the repository stays as it is.
     served = home / "course"
     shutil.copytree(ROOT / "book", served / "book", ignore=shutil.ignore_patterns("_build", ".ipynb_checkpoints"))
-    token = secrets.token_hex(16)
-    port = free_port()
-    env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
-           "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"), "JUPYTER_RUNTIME_DIR": str(home / "runtime")}
-    command = [str(Path(sys.executable).with_name("jupyter")), "lab", "--no-browser", "--ip=127.0.0.1",
-               f"--port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={served}",
-               "--ServerApp.port_retries=0", "--LabApp.news_url=", "--allow-root"]
-    log = (home / "lab.log").open("w")
-    server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=served)
-    base = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.monotonic() + 120
-        while not answers(f"{base}api/status?token={token}"):
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"JupyterLab did not start:\n{(home / 'lab.log').read_text()[-3000:]}")
-            time.sleep(0.5)
+    with jupyter("lab", served, home, "--LabApp.news_url=") as (base, token):
         yield base, token
-    finally:
-        server.send_signal(signal.SIGINT)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
 
 
 @pytest.fixture(scope="module")

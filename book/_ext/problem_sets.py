@@ -18,6 +18,10 @@ written next to the zips. The page shows the wheel's address relative to itself;
 
 A manifest in ``exercises/`` records a hash of the course's sources and of the package's,
 so a rebuild with unchanged exercises and package reuses the zips and the wheel.
+
+A translated edition of the site (:mod:`editions`, ``_build/html/zh-TW/``) releases nothing
+itself: its pages link to the downloads of the English site it sits in, and its tables and
+install line speak its language (the ``course`` catalogue).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
 
 from chapter_order import learn_chapters, practised_problem_sets
+from editions import _, english_site_path, is_translated
 from qkv_grading.pipeline import Course, problem_set_points, problem_set_title, release_zips
 
 OUTPUT_FOLDER = "exercises"  # under the HTML output: exercises/<problem set>.zip
@@ -59,6 +64,12 @@ PACKAGE_FILES = ("pyproject.toml", "README.md")  # with src/: what the wheel is 
 
 def package_root(app) -> Path:
     return Path(app.srcdir)
+
+
+def download_link(app, docname: str, name: str) -> str:
+    """The address of ``exercises/<name>`` relative to the page ``docname`` of this edition."""
+    here = posixpath.dirname(english_site_path(app.config.language, docname))
+    return posixpath.relpath(f"{OUTPUT_FOLDER}/{name}", here or ".")
 
 
 def wheel_name(root: Path) -> str:
@@ -117,19 +128,19 @@ class ProblemSetDownloads(SphinxDirective):
 
     def run(self):
         folders = self._in_chapter_order(problem_set_folders(self.env.app))
-        here = posixpath.dirname(self.env.docname)
         table = nodes.table(classes=["problem-sets"])
         group = nodes.tgroup(cols=3)
         table += group
         for width in (50, 15, 35):  # the zip names of two-digit problem sets need the room
             group += nodes.colspec(colwidth=width)
-        group += nodes.thead("", self._row(*([nodes.Text(h)] for h in ("Problem set", "Points", "Download"))))
+        headings = (_("Problem set"), _("Points"), _("Download"))
+        group += nodes.thead("", self._row(*([nodes.Text(str(h))] for h in headings)))
         body = nodes.tbody()
         for folder in folders:
             for notebook in sorted(folder.glob("*.ipynb")):
                 self.env.note_dependency(str(notebook))
             link = nodes.reference("", f"{folder.name}.zip", internal=False,
-                                   refuri=posixpath.relpath(f"{OUTPUT_FOLDER}/{folder.name}.zip", here or "."))
+                                   refuri=download_link(self.env.app, self.env.docname, f"{folder.name}.zip"))
             body += self._row(_with_math(problem_set_title(folder)), [nodes.Text(f"{problem_set_points(folder):g}")],
                               [nodes.literal("", "", link)])
         group += body
@@ -159,7 +170,7 @@ class ProblemSetDownloads(SphinxDirective):
         row = nodes.row()
         for content in cells:
             entry = nodes.entry()
-            entry += nodes.paragraph("", "", *content)
+            entry += nodes.paragraph("", "", *content, translatable=False)  # already in the edition's language
             row += entry
         return row
 
@@ -170,15 +181,14 @@ class StudentInstall(SphinxDirective):
     has_content = False
 
     def run(self):
-        here = posixpath.dirname(self.env.docname)
-        wheel = posixpath.relpath(f"{OUTPUT_FOLDER}/{wheel_name(package_root(self.env.app))}", here or ".")
+        wheel = download_link(self.env.app, self.env.docname, wheel_name(package_root(self.env.app)))
         for path in package_sources(package_root(self.env.app)):
             self.env.note_dependency(str(path))
         command = f"pip install {html.escape(wheel)}"
         block = (f'<div class="highlight-text notranslate student-install" data-wheel="{html.escape(wheel)}">'
                  f'<div class="highlight"><pre><span></span>{command}</pre></div></div>')
-        link = nodes.paragraph("", "The course package: ", nodes.reference(
-            "", posixpath.basename(wheel), internal=False, refuri=wheel))
+        link = nodes.paragraph("", str(_("The course package: ")), nodes.reference(
+            "", posixpath.basename(wheel), internal=False, refuri=wheel), translatable=False)
         return [nodes.raw("", block, format="html"), link]
 
 
@@ -197,7 +207,7 @@ def _with_math(text: str) -> list[nodes.Node]:
 def start_release(app):
     """Begin releasing the problem sets in the background, unless the output already has them."""
     app.problem_set_release = None
-    if app.builder.format != "html":
+    if app.builder.format != "html" or is_translated(app.config.language):
         return
     target = Path(app.outdir) / OUTPUT_FOLDER
     wanted = sources_hash(app)

@@ -16,6 +16,7 @@ from matplotlib.patches import Rectangle
 
 from qkv.validate import as_real_array, shape_str
 
+from .language import _
 from .plots import PIXEL_DENSITY, WEIGHTS_CMAP, figure_png, for_display, text_inches
 
 HEAD_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
@@ -94,7 +95,7 @@ def layer_head_grid(weights, tokens, *, cell: float = 0.78, dpi: int = 90) -> Fi
     too small for token labels.
     """
     weights = _check("weights", weights, 4)
-    num_layers, num_heads, n, _ = weights.shape
+    num_layers, num_heads, n = weights.shape[:3]
     if len(tokens) != n:
         raise ValueError(f"{len(tokens)} tokens for maps of {n} x {n}")
     fig = _fixed_figure(cell * num_heads + 0.9, cell * num_layers + 0.75, dpi)
@@ -102,15 +103,15 @@ def layer_head_grid(weights, tokens, *, cell: float = 0.78, dpi: int = 90) -> Fi
     ax.imshow(_mosaic(weights), cmap=_weights_cmap(), vmin=0, vmax=1, interpolation="nearest", aspect="auto")
     _block_frames(ax, num_layers, num_heads, n, n)
     centre = (n - 1) / 2
-    ax.set_xticks([k * (n + 1) + centre for k in range(num_heads)], [f"head {k + 1}" for k in range(num_heads)],
+    ax.set_xticks([k * (n + 1) + centre for k in range(num_heads)], [_("head {number}").format(number=k + 1) for k in range(num_heads)],
                   fontsize=8)
-    ax.set_yticks([l * (n + 1) + centre for l in range(num_layers)], [f"layer {l + 1}" for l in range(num_layers)],
+    ax.set_yticks([l * (n + 1) + centre for l in range(num_layers)], [_("layer {number}").format(number=l + 1) for l in range(num_layers)],
                   fontsize=8)
     ax.xaxis.tick_top()
     ax.tick_params(length=0)
     for spine in ax.spines.values():
         spine.set_visible(False)
-    ax.set_xlabel("each map: query (row) attends to key (column), tokens in sentence order", fontsize=8)
+    ax.set_xlabel(_("each map: query (row) attends to key (column), tokens in sentence order"), fontsize=8)
     return fig
 
 
@@ -125,11 +126,11 @@ def head_view(weights, tokens, query: int, *, columns: int = 4, titles=None, lin
     runs into the next panel's; ``lines`` is the width of the lines, in inches.
     """
     weights = _check("weights", weights, 3)
-    h, n, _ = weights.shape
+    h, n = weights.shape[:2]
     tokens = [str(token) for token in tokens]
     if len(tokens) != n or not 0 <= query < n:
         raise ValueError(f"head_view: {len(tokens)} tokens for {n} x {n} weights, query {query}")
-    titles = [f"head {i + 1}" for i in range(h)] if titles is None else list(titles)
+    titles = [_("head {number}").format(number=i + 1) for i in range(h)] if titles is None else list(titles)
     rows = -(-h // columns)
     label = max(text_inches(token, HEAD_VIEW_FONTSIZE) for token in tokens) + 0.03  # inches
     gap, between = 0.06, 0.3  # inches: label to lines, panel to panel
@@ -192,12 +193,12 @@ def pattern_score_grids(scores: dict, threshold: float, *, columns: int = 3, cel
                   ["head 1"] * columns + [f"head {num_heads}"] * columns, fontsize=6)
     ax.set_yticks([r * (num_layers + gap) for r in range(rows)] +
                   [r * (num_layers + gap) + num_layers - 1 for r in range(rows)],
-                  ["layer 1"] * rows + [f"layer {num_layers}"] * rows, fontsize=6)
+                  [_("layer {number}").format(number=1)] * rows + [_("layer {number}").format(number=num_layers)] * rows, fontsize=6)
     ax.tick_params(length=0, pad=1)
     for spine in ax.spines.values():
         spine.set_visible(False)
     fig.colorbar(image, cax=_inches(fig, fig.get_figwidth() - 0.75, 0.3, 0.12, fig.get_figheight() - 0.7),
-                 label="score")
+                 label=_("score"))
     return fig
 
 
@@ -205,7 +206,7 @@ def head_maps(weights, tokens, *, titles, columns: int = 2, size: float = 3.0, d
     """Labelled maps of a few heads ``(k, n, n)``, ``columns`` per row, sharing their token labels:
     query tokens on the left of each row of maps, key tokens above each column."""
     weights = _check("weights", weights, 3)
-    k, n, _ = weights.shape
+    k, n = weights.shape[:2]
     tokens = [str(token) for token in tokens]
     if len(tokens) != n or len(titles) != k:
         raise ValueError(f"head_maps: {len(tokens)} tokens and {len(titles)} titles for weights {weights.shape}")
@@ -236,8 +237,8 @@ def head_maps(weights, tokens, *, titles, columns: int = 2, size: float = 3.0, d
     for index in range(min(columns, k)):  # titles of the first row, above the key labels
         ax.text((index % columns) * (n + gap) + (n - 1) / 2, -0.5 - label_room / cell, titles[index],
                 ha="center", va="bottom", fontsize=9)
-    ax.set_ylabel("query (attending)", fontsize=8)
-    fig.colorbar(image, cax=_inches(fig, width + label_room + 0.3, 0.3, 0.12, height - 0.4), label="weight")
+    ax.set_ylabel(_("query (attending)"), fontsize=8)
+    fig.colorbar(image, cax=_inches(fig, width + label_room + 0.3, 0.3, 0.12, height - 0.4), label=_("weight"))
     return fig
 
 
@@ -251,11 +252,11 @@ def residual_similarity(own, others, *, size: float = 3.0, dpi: int = 90) -> Fig
     layers = np.arange(len(own))
     fig = _fixed_figure(size * 1.45, size, dpi)
     ax = _inches(fig, 0.6, 0.5, size * 1.45 - 0.75, size - 0.65)
-    ax.plot(layers, own, "o-", color="#3b75af", label="with its own input vector")
-    ax.plot(layers, others, "s-", color="#d9541a", label="with the other tokens' input vectors")
-    ax.set_xticks(layers, ["input"] + [str(i) for i in layers[1:]])
-    ax.set_xlabel("after layer")
-    ax.set_ylabel("cosine similarity (average)")
+    ax.plot(layers, own, "o-", color="#3b75af", label=_("with its own input vector"))
+    ax.plot(layers, others, "s-", color="#d9541a", label=_("with the other tokens' input vectors"))
+    ax.set_xticks(layers, [_("input")] + [str(i) for i in layers[1:]])
+    ax.set_xlabel(_("after layer"))
+    ax.set_ylabel(_("cosine similarity (average)"))
     ax.set_ylim(-0.05, 1.05)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
@@ -288,7 +289,7 @@ def class_token_maps(images, maps: dict, *, titles=None, across: bool = False, s
     """
     images = as_real_array("images", images, min_ndim=3)
     k, height, width = images.shape
-    titles = [f"image {i + 1}" for i in range(k)] if titles is None else list(titles)
+    titles = [_("image {number}").format(number=i + 1) for i in range(k)] if titles is None else list(titles)
     panels = [[np.repeat(1 - images[i][..., None] / (images[i].max() or 1.0), 3, axis=2)]
               + [overlay(images[i], np.asarray(grids)[i]) for grids in maps.values()] for i in range(k)]
     table = np.array(panels)  # (k, 1 + maps, H, W, 3)
@@ -304,8 +305,8 @@ def class_token_maps(images, maps: dict, *, titles=None, across: bool = False, s
     fig = _fixed_figure(size * cols + left + 0.1, size * rows + 0.35, dpi)
     ax = _inches(fig, left, 0.05, size * cols, size * rows)
     ax.imshow(mosaic, interpolation="nearest", aspect="auto")
-    column_titles = titles if across else ["image", *maps]
-    row_titles = ["image", *maps] if across else titles
+    column_titles = titles if across else [_("image"), *maps]
+    row_titles = [_("image"), *maps] if across else titles
     ax.set_xticks([c * (width + gap) + (width - 1) / 2 for c in range(cols)], column_titles, fontsize=8)
     ax.set_yticks([r * (height + gap) + (height - 1) / 2 for r in range(rows)], row_titles, fontsize=8)
     ax.xaxis.tick_top()

@@ -7,6 +7,9 @@ Import it explicitly (``import qkv_book.plots``); ``import qkv`` alone needs onl
 
 Every function returns a :class:`matplotlib.figure.Figure` made without pyplot:
 in a notebook the figure shows when it is the cell's value, and nothing is drawn twice.
+Every word a figure draws of its own (axis labels, default titles, legends, the boxes of the
+diagrams) is in the reader's language (:mod:`qkv_book.language`); the titles and labels a
+chapter passes in are drawn as given, and the chapter translates them.
 
 A figure shows as a PNG of :data:`PIXEL_DENSITY` pixels per CSS pixel, with its width in CSS
 pixels in the display metadata, so that it is sharp on high-DPI screens and keeps its size on
@@ -42,6 +45,8 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Rectangle  # noqa: E402
 
 from qkv.validate import as_real_array, shape_str  # noqa: E402
+
+from .language import _  # noqa: E402
 
 CJK_FONT_NAME = "Noto Sans TC"
 WEIGHTS_CMAP = "Blues"  # weights run from 0 (white) to 1 (dark blue)
@@ -218,8 +223,8 @@ def draw_heatmap(ax, weights, row_labels, col_labels, *, annotate: bool = True, 
     ax.set_yticks(range(n_q), rows)
     ax.xaxis.tick_top()
     ax.xaxis.set_label_position("top")
-    ax.set_xlabel("key (attended to)")
-    ax.set_ylabel("query (attending)")
+    ax.set_xlabel(_("key (attended to)"))
+    ax.set_ylabel(_("query (attending)"))
     ax.tick_params(length=0)
     if annotate:
         for i in range(n_q):
@@ -258,10 +263,10 @@ def head_grid(weights, tokens, *, titles=None, columns: int | None = None, annot
               size: float | None = None, dpi: int = 90) -> Figure:
     """One heatmap per head, side by side: ``weights`` ``(h, n, n)`` with the same tokens on both axes.
 
-    ``titles`` defaults to ``head 1``, ``head 2``, ...; ``columns`` to all heads in one row. Each
-    map is ``size`` inches square. By default it is large enough that every cell holds its
-    printed weight (2.8 inches, more for more than 4 tokens), and the key labels turn upwards
-    when a token is wider than its column.
+    ``titles`` defaults to ``head 1``, ``head 2``, ... (in the reader's language); ``columns`` to all
+    heads in one row. Each map is ``size`` inches square. By default it is large enough that every
+    cell holds its printed weight (2.8 inches, more for more than 4 tokens), and the key labels
+    turn upwards when a token is wider than its column.
     """
     weights = as_real_array("weights", weights)
     if weights.ndim != 3:
@@ -272,7 +277,8 @@ def head_grid(weights, tokens, *, titles=None, columns: int | None = None, annot
         size = max(2.8, CELL_INCHES * n + 1.0)  # the cells, and room for the labels
         if max(text_inches(str(token), 10) for token in tokens) > 0.9 * (size - 1.0) / n:
             key_rotation = 90
-    titles = [f"head {i + 1}" for i in range(h)] if titles is None else _labels("titles", titles, h, "heads")
+    titles = ([_("head {number}").format(number=i + 1) for i in range(h)] if titles is None
+              else _labels("titles", titles, h, "heads"))
     columns = h if columns is None else max(1, min(columns, h))
     rows = -(-h // columns)
     fig = Figure(figsize=(size * columns + 0.8, size * rows + 0.3), dpi=dpi, layout="constrained")
@@ -337,7 +343,7 @@ def patch_attention(image, maps: dict, *, size: float = 2.9, dpi: int = 90) -> F
     axes[0].imshow(image, cmap="gray" if np.ndim(image) == 2 else None)
     axes[0].set_xticks([])
     axes[0].set_yticks([])
-    axes[0].set_title("image")
+    axes[0].set_title(_("image"))
     for ax, (title, (grid_weights, query_patch)) in zip(axes[1:], maps.items()):
         overlay = draw_patch_attention(ax, image, grid_weights, query_patch=query_patch)
         ax.set_title(title)
@@ -365,7 +371,7 @@ def weight_bars(panels: dict, labels, *, size: float = 2.6, dpi: int = 90, supti
         ax.set_xticks(range(len(names)), names)
         ax.set_ylim(0, 1.12)
         ax.set_title(title, fontsize=10)
-    axes[0].set_ylabel("weight")
+    axes[0].set_ylabel(_("weight"))
     if suptitle:
         fig.suptitle(suptitle, fontsize=10)
     return fig
@@ -383,14 +389,14 @@ def score_variance(d_k, var_raw, var_scaled, *, size: float = 3.4, dpi: int = 90
         )
     fig = Figure(figsize=(size * 1.3, size), dpi=dpi, layout="constrained")
     ax = fig.add_subplot()
-    ax.plot(d_k, d_k, "--", color="#3b75af", alpha=0.6, label="prediction: $d_k$")
-    ax.plot(d_k, np.ones_like(d_k), "--", color="#d9541a", alpha=0.6, label="prediction: 1")
-    ax.plot(d_k, var_raw, "o-", color="#3b75af", label=r"measured Var$(q\cdot k)$")
-    ax.plot(d_k, var_scaled, "s-", color="#d9541a", label=r"measured Var$(q\cdot k/\sqrt{d_k})$")
+    ax.plot(d_k, d_k, "--", color="#3b75af", alpha=0.6, label=_("prediction: $d_k$"))
+    ax.plot(d_k, np.ones_like(d_k), "--", color="#d9541a", alpha=0.6, label=_("prediction: 1"))
+    ax.plot(d_k, var_raw, "o-", color="#3b75af", label=_(r"measured Var$(q\cdot k)$"))
+    ax.plot(d_k, var_scaled, "s-", color="#d9541a", label=_(r"measured Var$(q\cdot k/\sqrt{d_k})$"))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.set_xlabel("$d_k$")
-    ax.set_ylabel("variance of the score")
+    ax.set_ylabel(_("variance of the score"))
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return fig
@@ -408,10 +414,10 @@ def softmax_gradient(scale, largest_weight, gradient_norm, base_scores, *, size:
         raise ValueError("scale, largest_weight and gradient_norm must be vectors of one length")
     fig = Figure(figsize=(size * 1.3, size), dpi=dpi, layout="constrained")
     ax = fig.add_subplot()
-    ax.plot(scale, largest_weight, color="#3b75af", label="largest weight")
-    ax.plot(scale, gradient_norm, color="#d9541a", label=r"largest $|\partial p_i / \partial s_j|$")
+    ax.plot(scale, largest_weight, color="#3b75af", label=_("largest weight"))
+    ax.plot(scale, gradient_norm, color="#d9541a", label=_(r"largest $|\partial p_i / \partial s_j|$"))
     base = ", ".join(f"{x:g}" for x in as_real_array("base_scores", base_scores))
-    ax.set_xlabel(f"scores = $c$ × [{base}]")
+    ax.set_xlabel(_("scores = $c$ × [{base}]").format(base=base))
     ax.set_ylim(0, 1.05)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
@@ -456,7 +462,7 @@ def _draw_block(ax, sublayers, norm_first, step, box_w, box_h) -> None:
     :func:`_arrow`."""
     residual = "#b03a2e"
     y = 0.0
-    ax.text(0, y - 0.3, "input tokens", ha="center", va="center", fontsize=8)
+    ax.text(0, y - 0.3, _("input tokens"), ha="center", va="center", fontsize=8)
     bottom = y - 0.15
     for label in sublayers:
         order = ["LayerNorm", label, "+"] if norm_first else [label, "+", "LayerNorm"]
@@ -472,15 +478,15 @@ def _draw_block(ax, sublayers, norm_first, step, box_w, box_h) -> None:
                 bottom = y + 0.09
                 continue
             kind = "LayerNorm" if item == "LayerNorm" else _sublayer_kind(item)
-            _box(ax, (-box_w / 2, y - box_h / 2), box_w, box_h, item, color=BLOCK_COLOURS[kind],
+            _box(ax, (-box_w / 2, y - box_h / 2), box_w, box_h, _(item), color=BLOCK_COLOURS[kind],
                  edge="#555555", fontsize=8)
             bottom = y + box_h / 2
             if item.startswith("cross"):
                 _arrow(ax, (-1.2, y), (-box_w / 2, y))
-                ax.text(-1.2, y + 0.12, "encoder\noutput", ha="left", va="bottom", fontsize=7)
+                ax.text(-1.2, y + 0.12, _("encoder\noutput"), ha="left", va="bottom", fontsize=7)
     y += step * 0.8
     _arrow(ax, (0, bottom), (0, y - 0.12))
-    ax.text(0, y, "output tokens", ha="center", va="center", fontsize=8)
+    ax.text(0, y, _("output tokens"), ha="center", va="center", fontsize=8)
 
 
 def depth_norms(norms: dict, *, size: float = 3.2, dpi: int = 90) -> Figure:
@@ -493,8 +499,8 @@ def depth_norms(norms: dict, *, size: float = 3.2, dpi: int = 90) -> Figure:
     for (label, lengths), marker in zip(norms.items(), "osd^v"):
         lengths = as_real_array(f"lengths of {label!r}", lengths)
         ax.plot(range(len(lengths)), lengths, marker=marker, label=label)
-    ax.set_xlabel("number of blocks the tokens have passed through")
-    ax.set_ylabel(r"average length $\|x\|$ of a token")
+    ax.set_xlabel(_("number of blocks the tokens have passed through"))
+    ax.set_ylabel(_(r"average length $\|x\|$ of a token"))
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
@@ -512,20 +518,20 @@ def attention_cost(n, seconds, peak_bytes: dict, *, size: float = 3.2, dpi: int 
                          f"and {shape_str(seconds.shape)}")
     fig = Figure(figsize=(size * 2.6, size), dpi=dpi, layout="constrained")
     time_ax, memory_ax = fig.subplots(1, 2)
-    time_ax.plot(n, seconds * 1e3, "o-", color="#3b75af", label="full attention, measured")
-    time_ax.plot(n, seconds[-1] * 1e3 * (n / n[-1]) ** 2, "--", color="#888888", label="grows as $n^2$")
-    time_ax.set_ylabel("time (milliseconds)")
-    memory_ax.plot(n, n**2 * 8 / 2**20, "--", color="#888888", label=r"one $n \times n$ float64 matrix")
+    time_ax.plot(n, seconds * 1e3, "o-", color="#3b75af", label=_("full attention, measured"))
+    time_ax.plot(n, seconds[-1] * 1e3 * (n / n[-1]) ** 2, "--", color="#888888", label=_("grows as $n^2$"))
+    time_ax.set_ylabel(_("time (milliseconds)"))
+    memory_ax.plot(n, n**2 * 8 / 2**20, "--", color="#888888", label=_(r"one $n \times n$ float64 matrix"))
     for (label, values), marker in zip(peak_bytes.items(), "os^"):
         values = as_real_array(f"peak_bytes[{label!r}]", values)
         if values.shape != n.shape:
             raise ValueError(f"peak_bytes[{label!r}] has shape {shape_str(values.shape)}, n has {shape_str(n.shape)}")
         memory_ax.plot(n, values / 2**20, marker=marker, label=label)
-    memory_ax.set_ylabel("peak memory (MiB)")
+    memory_ax.set_ylabel(_("peak memory (MiB)"))
     for ax in (time_ax, memory_ax):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.set_xlabel("$n$ (tokens)")
+        ax.set_xlabel(_("$n$ (tokens)"))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     return fig
@@ -547,22 +553,22 @@ def kernel_regression(keys, values, queries, fits: dict, weights, *, truth=None,
                          f"({queries.shape[0]}, {keys.shape[0]}): one row per query, one column per key")
     fig = Figure(figsize=(size * 2.7, size), dpi=dpi, layout="constrained")
     fit_ax, weights_ax = fig.subplots(1, 2, width_ratios=[1.4, 1])
-    fit_ax.plot(keys, values, "o", color="#999999", markersize=4, label="observations (keys, values)")
+    fit_ax.plot(keys, values, "o", color="#999999", markersize=4, label=_("observations (keys, values)"))
     if truth is not None:
-        fit_ax.plot(queries, as_real_array("truth", truth), color="black", lw=1, ls=":", label="true function")
+        fit_ax.plot(queries, as_real_array("truth", truth), color="black", lw=1, ls=":", label=_("true function"))
     for label, prediction in fits.items():
         fit_ax.plot(queries, as_real_array(f"fits[{label!r}]", prediction), lw=1.6, label=label)
-    fit_ax.set_xlabel("$x$ (queries and keys)")
-    fit_ax.set_ylabel("$y$ (values and predictions)")
+    fit_ax.set_xlabel(_("$x$ (queries and keys)"))
+    fit_ax.set_ylabel(_("$y$ (values and predictions)"))
     fit_ax.legend(fontsize=7)
     fit_ax.grid(alpha=0.3)
     by_key, by_query = np.argsort(keys), np.argsort(queries)  # cells in the order of position
     image = weights_ax.pcolormesh(_cell_edges(keys[by_key]), _cell_edges(queries[by_query]),
                                   weights[np.ix_(by_query, by_key)], cmap=WEIGHTS_CMAP)
-    weights_ax.set_xlabel("key position $x_j$")
-    weights_ax.set_ylabel("query position $x$")
+    weights_ax.set_xlabel(_("key position $x_j$"))
+    weights_ax.set_ylabel(_("query position $x$"))
     weights_ax.set_title(weights_title, fontsize=10)
-    fig.colorbar(image, ax=weights_ax, shrink=0.8, label="weight")
+    fig.colorbar(image, ax=weights_ax, shrink=0.8, label=_("weight"))
     return fig
 
 
@@ -625,7 +631,7 @@ def heatmap_panels(panels: dict, *, size: float = 2.5, dpi: int = 90) -> Figure:
         ax.set_title(title, fontsize=10)
         if index:
             ax.set_ylabel("")
-    fig.colorbar(image, ax=list(axes), shrink=0.8, label="weight")
+    fig.colorbar(image, ax=list(axes), shrink=0.8, label=_("weight"))
     return fig
 
 
@@ -655,7 +661,7 @@ def _mask_icon(ax, corner, allowed, cell: float = 0.17):
             ax.add_patch(Rectangle((x0 + j * cell, y0 + (rows - 1 - i) * cell), cell, cell,
                                    facecolor="#3b75af" if allowed[i, j] else "#e8e8e8",
                                    edgecolor="white", linewidth=0.8))
-    ax.text(x0 + cols * cell / 2, y0 - 0.12, "mask", ha="center", va="top", fontsize=7, color="#555555")
+    ax.text(x0 + cols * cell / 2, y0 - 0.12, _("mask"), ha="center", va="top", fontsize=7, color="#555555")
 
 
 def _layer_frame(ax, xy, width, height, label):
@@ -683,25 +689,25 @@ def encoder_decoder_diagram(source="外送 晚到 補償", target="late delivery
     ax.set_ylim(0, 8.2)
     ax.set_axis_off()
     encoder, decoder, attention = "#dce9f5", "#fbe3d3", "#fff4c2"
-    ax.text(2.2, 7.9, "encoder", ha="center", fontsize=12)
-    ax.text(7.3, 7.9, "decoder", ha="center", fontsize=12)
+    ax.text(2.2, 7.9, _("encoder"), ha="center", fontsize=12)
+    ax.text(7.3, 7.9, _("decoder"), ha="center", fontsize=12)
     # Encoder: source tokens -> [self-attention -> feed-forward] x N -> output
-    _box(ax, (0.6, 0.3), 3.2, 0.8, f"source tokens + positions\n{source}", color=encoder)
+    _box(ax, (0.6, 0.3), 3.2, 0.8, _("source tokens + positions") + f"\n{source}", color=encoder)
     _layer_frame(ax, (0.2, 1.65), 4.4, 3.1, "× N")
-    _box(ax, (0.6, 1.9), 3.2, 1.0, "① self-attention\nmask: padding only", color=attention)
-    _box(ax, (0.6, 3.65), 3.2, 0.7, "feed-forward", color=encoder)
-    _box(ax, (0.6, 5.3), 3.2, 0.8, "encoder output\n(one vector per source token)", color=encoder)
+    _box(ax, (0.6, 1.9), 3.2, 1.0, _("① self-attention\nmask: padding only"), color=attention)
+    _box(ax, (0.6, 3.65), 3.2, 0.7, _("feed-forward"), color=encoder)
+    _box(ax, (0.6, 5.3), 3.2, 0.8, _("encoder output\n(one vector per source token)"), color=encoder)
     _arrow(ax, (2.2, 1.1), (2.2, 1.9), text="Q, K, V", text_offset=(0.55, 0))
     _arrow(ax, (2.2, 2.9), (2.2, 3.65))
     _arrow(ax, (2.2, 4.35), (2.2, 5.3))
     _mask_icon(ax, (3.95, 2.15), np.ones((n_source, n_source)))
     # Decoder: target tokens -> [masked self-attention -> cross-attention -> feed-forward] x N
-    _box(ax, (5.7, 0.3), 3.2, 0.8, f"target tokens + positions\n{target}", color=decoder, fontsize=8)
+    _box(ax, (5.7, 0.3), 3.2, 0.8, _("target tokens + positions") + f"\n{target}", color=decoder, fontsize=8)
     _layer_frame(ax, (5.3, 1.45), 4.95, 4.75, "× N")
-    _box(ax, (5.7, 1.7), 3.2, 1.0, "② masked self-attention\nmask: causal (+ padding)", color=attention)
-    _box(ax, (5.7, 3.3), 3.2, 1.0, "③ cross-attention\nQ: decoder; K, V: encoder", color=attention)
-    _box(ax, (5.7, 5.0), 3.2, 0.7, "feed-forward", color=decoder)
-    _box(ax, (5.7, 6.75), 3.2, 0.7, "next-token probabilities", color=decoder)
+    _box(ax, (5.7, 1.7), 3.2, 1.0, _("② masked self-attention\nmask: causal (+ padding)"), color=attention)
+    _box(ax, (5.7, 3.3), 3.2, 1.0, _("③ cross-attention\nQ: decoder; K, V: encoder"), color=attention)
+    _box(ax, (5.7, 5.0), 3.2, 0.7, _("feed-forward"), color=decoder)
+    _box(ax, (5.7, 6.75), 3.2, 0.7, _("next-token probabilities"), color=decoder)
     _arrow(ax, (7.3, 1.1), (7.3, 1.7), text="Q, K, V", text_offset=(0.55, 0))
     _arrow(ax, (7.3, 2.7), (7.3, 3.3), text="Q", text_offset=(0.25, 0))
     _arrow(ax, (7.3, 4.3), (7.3, 5.0))
@@ -721,13 +727,13 @@ def position_encoding_map(PE, *, size: float = 3.4, dpi: int = 90) -> Figure:
     fig = Figure(figsize=(size * 1.35, size), dpi=dpi, layout="constrained")
     ax = fig.add_subplot()
     image = ax.imshow(PE, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
-    ax.set_xlabel("dimension (even: sin, odd: cos)")
-    ax.set_ylabel("position p")
-    fig.colorbar(image, ax=ax, label="value")
+    ax.set_xlabel(_("dimension (even: sin, odd: cos)"))
+    ax.set_ylabel(_("position p"))
+    fig.colorbar(image, ax=ax, label=_("value"))
     return fig
 
 
-def offset_curves(offsets, curves: dict, *, ylabel: str, xlabel: str = "offset k",
+def offset_curves(offsets, curves: dict, *, ylabel: str, xlabel: str | None = None,
                   size: float = 3.2, dpi: int = 90) -> Figure:
     """Lines of a quantity against an offset, one per ``{label: values}``, same length as
     ``offsets``. Curves that lie on top of each other show the quantity depends on the offset
@@ -745,7 +751,7 @@ def offset_curves(offsets, curves: dict, *, ylabel: str, xlabel: str = "offset k
             raise ValueError(f"curve {label!r} has shape {shape_str(values.shape)} but offsets has "
                              f"{shape_str(offsets.shape)}")
         ax.plot(offsets, values, label=label, **styles[index % len(styles)])
-    ax.set_xlabel(xlabel)
+    ax.set_xlabel(_("offset k") if xlabel is None else xlabel)
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)

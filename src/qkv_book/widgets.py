@@ -6,7 +6,8 @@
 In Jupyter the controls are live and the picture is redrawn on every move. A page of the
 website has no kernel, so each explorer also offers a static ``image/png`` of its current
 state in its display data: the website shows that picture instead of an empty widget
-area. Import it explicitly: ``import qkv_book.widgets``.
+area. Import it explicitly: ``import qkv_book.widgets``. Their labels and pictures speak the
+reader's language (:mod:`qkv_book.language`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import ipywidgets
 import numpy as np
 
 from qkv.attention import scaled_dot_product_attention, softmax
+from .language import _
 from .plots import PIXEL_DENSITY, figure_png, for_display, png_size, weight_bars, with_alt_text
 
 D_K_CHOICES = tuple(2**i for i in range(11))  # 1, 2, 4, ..., 1024
@@ -88,7 +90,7 @@ class ScalingExplorer(StaticPicture, ipywidgets.VBox):
         d = self.d_k
         q, K = self._query[:, :d], self._keys[:, :d]  # (1, d_k), (n_keys, d_k)
         unscaled = softmax(self.scores())
-        _, scaled = scaled_dot_product_attention(q, K, K)  # (1, n_keys)
+        scaled = scaled_dot_product_attention(q, K, K)[1]  # (1, n_keys)
         return unscaled, scaled[0]
 
     def figure(self):
@@ -100,8 +102,9 @@ class ScalingExplorer(StaticPicture, ipywidgets.VBox):
         fig = weight_bars(
             {r"softmax$(q\cdot k)$": unscaled, r"softmax$(q\cdot k/\sqrt{d_k})$": scaled},
             labels,
-            suptitle=(rf"$d_k = {self.d_k}$: these {n_keys} raw scores have standard deviation {spread:.1f} "
-                      rf"(expected about $\sqrt{{d_k}}$ = {np.sqrt(self.d_k):.3g})"),
+            suptitle=_("$d_k = {d_k}$: these {count} raw scores have standard deviation {spread:.1f} "
+                       "(expected about $\\sqrt{{d_k}}$ = {expected:.3g})").format(
+                d_k=self.d_k, count=n_keys, spread=spread, expected=np.sqrt(self.d_k)),
             dpi=90,
         )
         return with_alt_text(fig, self.alt_text(unscaled, scaled, spread))
@@ -109,12 +112,13 @@ class ScalingExplorer(StaticPicture, ipywidgets.VBox):
     def alt_text(self, unscaled, scaled, spread) -> str:
         """What the picture shows, in words: the slider's value and the two panels' largest bars."""
         def largest(weights):
-            return f"{weights.max():.2f}, on k{int(np.argmax(weights)) + 1}"
+            return _("{weight:.2f}, on k{key}").format(weight=weights.max(), key=int(np.argmax(weights)) + 1)
 
-        return (f"The d_k explorer at d_k = {self.d_k}: a slider for d_k above two bar charts of the weights "
-                f"one query gives {len(unscaled)} keys, k1 to k{len(unscaled)}, whose raw scores have standard "
-                f"deviation {spread:.1f}. Left, the softmax of the raw scores, its largest bar "
-                f"{largest(unscaled)}; right, the softmax of the scaled scores, its largest bar {largest(scaled)}.")
+        return _("The d_k explorer at d_k = {d_k}: a slider for d_k above two bar charts of the weights one "
+                 "query gives {count} keys, k1 to k{count}, whose raw scores have standard deviation {spread:.1f}. "
+                 "Left, the softmax of the raw scores, its largest bar {left}; right, the softmax of the scaled "
+                 "scores, its largest bar {right}.").format(d_k=self.d_k, count=len(unscaled), spread=spread,
+                                                           left=largest(unscaled), right=largest(scaled))
 
     def png(self) -> bytes:
         """The current state as PNG bytes."""
@@ -156,15 +160,15 @@ class TrainedModelExplorer(StaticPicture, ipywidgets.VBox):
         if token is not None and token not in tokens:
             raise ValueError(f"token {token!r} is not among the tokens of {sentences[0]!r}: {', '.join(tokens)}")
         wide = ipywidgets.Layout(width="420px")
-        self.sentence = ipywidgets.Dropdown(options=sentences, value=sentences[0], description="sentence",
+        self.sentence = ipywidgets.Dropdown(options=sentences, value=sentences[0], description=_("sentence"),
                                             layout=wide)
-        self.typed = ipywidgets.Text(placeholder="type a sentence and press Enter", description="or type",
+        self.typed = ipywidgets.Text(placeholder=_("type a sentence and press Enter"), description=_("or type"),
                                      continuous_update=False, layout=wide)
-        self.layer = ipywidgets.IntSlider(value=layer, min=1, max=num_layers, description="layer",
+        self.layer = ipywidgets.IntSlider(value=layer, min=1, max=num_layers, description=_("layer"),
                                           continuous_update=False)
-        self.head = ipywidgets.IntSlider(value=head, min=1, max=num_heads, description="head",
+        self.head = ipywidgets.IntSlider(value=head, min=1, max=num_heads, description=_("head"),
                                          continuous_update=False)
-        self.token = ipywidgets.Dropdown(options=self._token_options(tokens), description="token")
+        self.token = ipywidgets.Dropdown(options=self._token_options(tokens), description=_("token"))
         self.token.value = tokens.index(token) if token is not None else len(tokens) - 3
         self.picture = ipywidgets.Image(format="png")
         super().__init__([self.sentence, self.typed, ipywidgets.HBox([self.layer, self.head]), self.token,
@@ -206,16 +210,17 @@ class TrainedModelExplorer(StaticPicture, ipywidgets.VBox):
         bar_ax.set_yticks(range(n), tokens, fontsize=7)
         bar_ax.invert_yaxis()
         bar_ax.set_xlim(0, 1)
-        bar_ax.set_xlabel("weight")
-        bar_ax.set_title(f"row of {tokens[query]!r}: its weight on each key", fontsize=9)
-        fig.suptitle(f"layer {self.layer.value}, head {self.head.value}, query {tokens[query]!r}", fontsize=10,
-                     y=0.99)
+        bar_ax.set_xlabel(_("weight"))
+        bar_ax.set_title(_("row of {token!r}: its weight on each key").format(token=tokens[query]), fontsize=9)
+        fig.suptitle(_("layer {layer}, head {head}, query {token!r}").format(
+            layer=self.layer.value, head=self.head.value, token=tokens[query]), fontsize=10, y=0.99)
         top = int(np.argmax(weights[query]))
-        return with_alt_text(fig, (
-            f"The trained-model explorer: a heatmap of layer {self.layer.value}, head {self.head.value}'s weights "
-            f"over the {n} tokens of \"{self.sentence.value}\", the row of {tokens[query]!r} (token {query}) "
-            f"boxed, and beside it that row as bars, one per key token, the tallest on {tokens[top]!r} "
-            f"(token {top}, weight {weights[query, top]:.2f})."))
+        return with_alt_text(fig, _(
+            "The trained-model explorer: a heatmap of layer {layer}, head {head}'s weights over the {n} tokens of "
+            "\"{sentence}\", the row of {token!r} (token {query}) boxed, and beside it that row as bars, one per "
+            "key token, the tallest on {top_token!r} (token {top}, weight {weight:.2f}).").format(
+            layer=self.layer.value, head=self.head.value, n=n, sentence=self.sentence.value, token=tokens[query],
+            query=query, top_token=tokens[top], top=top, weight=weights[query, top]))
 
     def png(self) -> bytes:
         return figure_png(self.figure(), density=PIXEL_DENSITY)

@@ -15,12 +15,12 @@ Two forms are read:
 Only the notebook of each hand-in is taken (as a regular file, never through a link),
 and nothing is ever unpacked from a student's upload: an archive inside a hand-in or
 inside the platform's zip is listed as not collected. Every student id must be safe to
-use as a folder name and in a CSV file (:func:`id_problem`), and no two ids may differ
-only by case or Unicode form (:func:`id_key`: on a case-insensitive disk they would be
-one folder): such ids are refused with a line naming them, never merged, and the others
-are graded. Of several uploads by one student, the latest is graded and the line says
-so. Each hand-in keeps the time it was handed in (``timestamp.txt`` as nbgrader writes
-it, else the time the platform or the file system gives it).
+use as a folder name, in a CSV file and on formgrader's pages (:func:`id_problem`), and
+no two ids may differ only by case or Unicode form (:func:`id_key`: on a case-insensitive
+disk they would be one folder): such ids are refused with a line naming them, never merged,
+and the others are graded. Of several uploads by one student, the latest is graded and the
+line says so. Each hand-in keeps the time it was handed in (``timestamp.txt`` as nbgrader
+writes it, else the time the platform or the file system gives it).
 """
 
 from __future__ import annotations
@@ -47,6 +47,9 @@ __all__ = ["PLATFORM_NAME", "Submission", "collect_folder", "collect_zip", "id_k
 ARCHIVES = (".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar")
 MAX_ID_LENGTH = 100
 FORMULA_START = ("=", "+", "-", "@")  # a spreadsheet reads a cell that starts so as a formula
+# nbgrader's formgrader puts ids unescaped into some of its own pages (a student's page, in HTML
+# and in a script's string): with one of these, an id would be markup there.
+MARKUP_CHARACTERS = ("<", ">", '"')
 
 
 @dataclass
@@ -109,6 +112,8 @@ def id_problem(name: str) -> str | None:
         return f"it starts with {name[0]!r}, which a spreadsheet would run as a formula"
     if len(name) > MAX_ID_LENGTH:
         return f"it is longer than {MAX_ID_LENGTH} characters"
+    if any(ch in name for ch in MARKUP_CHARACTERS):
+        return "it holds < > or \", which formgrader's pages would read as markup"
     return None
 
 

@@ -19,7 +19,11 @@ student folders), and its Content-Security-Policy allows no other script, no inl
 script and no connection anywhere.
 
 The autograded notebook (``autograded/<student>/<problem set>/<notebook>.ipynb``) is the
-notebook as it ran, with text outputs, for nbgrader's formgrader and the instructor.
+notebook as it ran, for nbgrader's formgrader and the instructor: the source's cells with
+their nbgrader metadata, the student's code cells with the text outputs the sandbox handed
+back, and each markdown cell of the student's as the text typed, never rendered
+(:func:`qkv_grading.markup.inert_markdown`). No attachment, metadata or output of a kind
+other than text comes from the submission.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from pathlib import Path
 
 from .jobs import Plan, RunCell
 from .judging import Graded
+from .markup import inert_markdown
 from .safe_text import stored
 
 MAX_SHOWN = 10_000  # characters of one cell's source or one output block
@@ -192,6 +197,9 @@ def _nb_output(item: dict) -> dict:
     return {"output_type": "display_data", "data": data, "metadata": {}}
 
 
+STUDENT_TEXT_LABEL = "*A cell the student added, as typed:*\n\n"
+
+
 def autograded_notebook(plan: Plan, graded: Graded) -> dict:
     """The notebook as graded, as nbformat 4 JSON: source cells with their nbgrader metadata, text outputs only."""
     cells = []
@@ -199,6 +207,8 @@ def autograded_notebook(plan: Plan, graded: Graded) -> dict:
         metadata = dict(cell.source_cell.metadata) if cell.source_cell is not None else {}
         source = stored(cell.source)
         if cell.kind in ("markdown", "student-markdown", "answer-markdown", "manual-markdown"):
+            if cell.kind != "markdown":  # the student's text: shown as typed, never rendered
+                source = STUDENT_TEXT_LABEL * (cell.kind == "student-markdown") + inert_markdown(source)
             cells.append({"cell_type": "markdown", "id": f"cell-{number}", "metadata": metadata, "source": source})
             continue
         outputs = [_nb_output(o) for o in graded.outputs.get(cell.job_id, ())] if cell.job_id is not None else []
