@@ -112,7 +112,7 @@ class ScalingExplorer(StaticPicture, ipywidgets.VBox):
     def alt_text(self, unscaled, scaled, spread) -> str:
         """What the picture shows, in words: the slider's value and the two panels' largest bars."""
         def largest(weights):
-            return _("{weight:.2f}, on k{key}").format(weight=weights.max(), key=int(np.argmax(weights)) + 1)
+            return _("{weight:.2f}, on k{key_number}").format(weight=weights.max(), key_number=int(np.argmax(weights)) + 1)
 
         return _("The d_k explorer at d_k = {d_k}: a slider for d_k above two bar charts of the weights one "
                  "query gives {count} keys, k1 to k{count}, whose raw scores have standard deviation {spread:.1f}. "
@@ -217,10 +217,10 @@ class TrainedModelExplorer(StaticPicture, ipywidgets.VBox):
         top = int(np.argmax(weights[query]))
         return with_alt_text(fig, _(
             "The trained-model explorer: a heatmap of layer {layer}, head {head}'s weights over the {n} tokens of "
-            "\"{sentence}\", the row of {token!r} (token {query}) boxed, and beside it that row as bars, one per "
+            "\"{sentence}\", the row of {token!r} (token {query_position}) boxed, and beside it that row as bars, one per "
             "key token, the tallest on {top_token!r} (token {top}, weight {weight:.2f}).").format(
             layer=self.layer.value, head=self.head.value, n=n, sentence=self.sentence.value, token=tokens[query],
-            query=query, top_token=tokens[top], top=top, weight=weights[query, top]))
+            query_position=query, top_token=tokens[top], top=top, weight=weights[query, top]))
 
     def png(self) -> bytes:
         return figure_png(self.figure(), density=PIXEL_DENSITY)
