@@ -229,7 +229,7 @@ def _wrong_id(nb) -> dict:
 def adversarial_class(tmp_path_factory):
     """Release, hand in, grade three times (every notebook again, then all from the journal); what each run left."""
     course = probe_course(tmp_path_factory.mktemp("adversarial"))
-    result = grading(course, "release")
+    result = grading(course, "release", PS2, PROBE)
     assert result.returncode == 0, result.stdout + result.stderr
     listener = Listener()
     folder = course.parent / "hand-ins"

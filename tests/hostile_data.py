@@ -70,7 +70,7 @@ def _with_student_id(nb: dict, typed: str) -> dict:
 
 def data_attacks(course) -> dict:
     """``{student: (problem set, notebook, extra files, expected score, words its notes must hold)}``."""
-    blank, probe_blank, solution = released(course, PS2), released(course, PROBE), source_of(PS2)
+    blank, solution = released(course, PS2), source_of(PS2)
     forged_outputs = (f"record(THIS_CELL, outputs=[{{'kind': 'stdout', 'text': {UNSAFE!r}}}, {{'kind': 'error', "
                       f"'text': {UNSAFE!r}, 'ename': {UNSAFE!r}, 'evalue': {UNSAFE!r}}}], cut=0, timed_out=False, "
                       "seconds=0.0)\n"
@@ -90,9 +90,9 @@ def data_attacks(course) -> dict:
             "    channel(json.dumps({'end_of_cell': later, 'nonce': '0' * 32}).encode() + b'\\n')\n"
             "os._exit(0)")]}), {}, 2, ["process ended (exit code 0)"]),
         "flood": (PS2, _in_added_cells(blank, CHANNEL + "for _ in range(80):\n    channel(b'x' * (1 << 20))"),
-                  {}, 0, ["sent back more than 64 MB"]),
+                  {}, 0, ["the notebook sent back more than 64 MB"]),
         "record_full": (PS2, _in_added_cells(blank, *[full + f"  # {n}" for n in range(6)]),
-                        {}, 0, ["its answers and output reached 16 MB"]),
+                        {}, 0, ["the notebook sent back answers and output of more than 16 MB"]),
         "many_values": (PS2, _in_added_cells(blank, *[CHANNEL + f"record(THIS_CELL, outputs=[], value=[0] * 1_000_000)  # {n}"
                                                       for n in range(5)]),
                         {}, 0, ["refused", "values, more than 2000000"]),
@@ -102,15 +102,16 @@ def data_attacks(course) -> dict:
         "long_string": (PS2, _in_added_cells(blank, CHANNEL + "record(THIS_CELL, outputs=[{'kind': 'stdout', "
                                                               "'text': 'x' * 200_000}])"),
                         {}, 0, ["refused", "a string of 200000 characters"]),
-        # a function check's record forged from inside the function: numbers no answer holds
-        "odd_numbers": (PROBE, with_cells(probe_blank, {"answer_softmax": (
-            "def softmax(x):\n" + "".join("    " + line + "\n" for line in CHANNEL.splitlines()) +
-            "    big = {'t': 'array', 'dtype': 'int', 'shape': [2], 'v': [10 ** 4000, -10 ** 4000]}\n"
-            "    for check in CHECK_CELLS:\n"
-            "        record(check, outputs=[], outcomes=[{'returned': big, 'warned': []}])\n"
-            "    return x")}), {}, 0, []),
         # ids that are the course's own folder names are students like any
         "submitted": (PS2, blank, {}, 0, []),
         "autograded": (PS2, blank, {}, 0, []),
     }
+    if (course / "release" / PROBE).is_dir():  # the course of the grading tests (bench/grading.py has none)
+        # a function check's record forged from inside the function: numbers no answer holds
+        attacks["odd_numbers"] = (PROBE, with_cells(released(course, PROBE), {"answer_softmax": (
+            "def softmax(x):\n" + "".join("    " + line + "\n" for line in CHANNEL.splitlines()) +
+            "    big = {'t': 'array', 'dtype': 'int', 'shape': [2], 'v': [10 ** 4000, -10 ** 4000]}\n"
+            "    for check in CHECK_CELLS:\n"
+            "        record(check, outputs=[], outcomes=[{'returned': big, 'warned': []}])\n"
+            "    return x")}), {}, 0, [])
     return {student: (ps, counted(course, ps, nb), *rest) for student, (ps, nb, *rest) in attacks.items()}

@@ -350,6 +350,7 @@ def test_a_killed_run_keeps_its_grades_and_the_next_run_finishes(released, tmp_p
 @pytest.mark.parametrize("args, message", [
     (["grade", "no/such/folder"], "does not exist"),
     (["grade", ".", "--problem-set", "ps9_nothing"], "unknown problem set 'ps9_nothing'"),
+    (["release", "ps9_nothing"], "unknown problem set 'ps9_nothing'"),
 ])
 def test_bad_arguments_get_a_clear_error(tmp_path, args, message):
     course = copy_course(tmp_path)

@@ -138,3 +138,22 @@ def test_the_sandbox_command_isolates_and_limits():
         "/ is made read-only after everything in it is in place"
     outside = [a for a in command if str(ROOT) in a and "site-packages" not in a]
     assert not outside, f"the repository is in the sandbox: {outside}"
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # nbgrader's own query, as in gradebook.Writer
+def test_the_export_counts_one_student_in_the_singular(tmp_path):
+    from qkv_grading.pipeline import COURSE_ID, Course, export
+
+    from .exercise_support import copy_course
+
+    course = Course(copy_course(tmp_path))
+    with gradebook.Writer(course.db_url, COURSE_ID) as writer:
+        writer.gb.add_assignment("ps1_qkv")
+        writer.gb.update_or_create_student("ann")
+        writer.gb.update_or_create_submission("ps1_qkv", "ann", timestamp="2024-05-01 14:03:00.000000 UTC")
+    printed = []
+    export(course, printed.append)
+    assert printed == [f"Grades of 1 student written to {course.root / 'grades.csv'}"]
+    with (course.root / "grades.csv").open(encoding="utf-8", newline="") as f:
+        assert [row["timestamp"] for row in csv.DictReader(f)] == ["2024-05-01 14:03:00"]

@@ -5,8 +5,10 @@ in a sandbox and calls :func:`drive`, which talks to it over the sandbox's stand
 and output and returns the run record's bytes (:mod:`qkv_grading.run_record`):
 
 1. it sends the header, one JSON line (the givens and the cell limits); the runner answers
-   :data:`READY` once it is set up, before any code of the notebook runs. No answer: the
-   sandbox failed (``sandbox_failed``), not the submission;
+   :data:`READY` once it is set up, before any code of the notebook runs. No answer within
+   :data:`STARTUP_SECONDS`: the sandbox failed (``sandbox_failed``), not the submission. The
+   notebook's own time limit starts then, so that a loaded machine's slow start costs no
+   student their time;
 2. it sends the job's cells one at a time, each with a fresh random nonce. The runner
    runs the cell, sends its record (``{"cell": id, ...}``) and then
    ``{"end_of_cell": id, "nonce": nonce}``, and only then does the next cell go out;
@@ -40,6 +42,7 @@ from . import run_record
 from .run_record import STDERR_CHARS, Bounds
 
 READY = b'{"ready": true}'
+STARTUP_SECONDS = 60.0  # the sandbox may take this long to start the runner; not counted in the notebook's time
 HEADER_FIELDS = ("problem_set", "givens", "display_methods")
 
 
@@ -220,7 +223,8 @@ def drive(process: subprocess.Popen, job: dict, limits, site: str, stop: threadi
         elif killed_by is not None:
             status = "killed"
     if status == "timed_out" and not reading.ready:
-        status, reason = "sandbox_failed", f"the sandbox did not start within {limits.notebook_seconds:g} s"
+        waited = max(STARTUP_SECONDS, float(limits.notebook_seconds))
+        status, reason = "sandbox_failed", f"the sandbox did not start the runner within {waited:g} s"
     head = {"format": run_record.FORMAT, "status": status, "in_cell": None if status == "finished" else reading.in_cell,
             "exit_code": exit_code, "signal": killed_by if status == "killed" else None,
             "seconds": round(time.monotonic() - started, 3), "reason": reason, "stderr": stderr,
@@ -231,7 +235,7 @@ def drive(process: subprocess.Popen, job: dict, limits, site: str, stop: threadi
 def _read(process, feeder: _Feeder, reading: _Reading, limits, bounds: Bounds, stop: threading.Event,
           started: float) -> tuple[str, str]:
     """Read the channel until the run ends; its status and, for ``sandbox_failed`` and ``overflow``, why."""
-    deadline = started + float(limits.notebook_seconds)
+    deadline = started + max(STARTUP_SECONDS, float(limits.notebook_seconds))  # until the runner is ready
     received, partial, skipping = 0, bytearray(), False
     with selectors.DefaultSelector() as selector:
         selector.register(process.stdout, selectors.EVENT_READ)
@@ -248,7 +252,7 @@ def _read(process, feeder: _Feeder, reading: _Reading, limits, bounds: Bounds, s
                 return "ended", ""
             received += len(chunk)
             if received > limits.answer_bytes:
-                return "overflow", f"it sent back more than {limits.answer_bytes >> 20} MB"
+                return "overflow", f"sent back more than {limits.answer_bytes >> 20} MB"
             lines = chunk.split(b"\n")
             for number, piece in enumerate(lines):
                 if skipping:
@@ -257,10 +261,13 @@ def _read(process, feeder: _Feeder, reading: _Reading, limits, bounds: Bounds, s
                     skipping = False
                 if number < len(lines) - 1:
                     partial.extend(piece)
+                    was_ready = reading.ready
                     send = reading.line(bytes(partial))
                     partial.clear()
+                    if reading.ready and not was_ready:  # the notebook's own time starts with its first cell
+                        deadline = time.monotonic() + float(limits.notebook_seconds)
                     if reading.full:
-                        return "overflow", f"its answers and output reached {bounds.record_bytes >> 20} MB"
+                        return "overflow", f"sent back answers and output of more than {bounds.record_bytes >> 20} MB"
                     if send:
                         feeder.send(send)
                     if reading.finished:

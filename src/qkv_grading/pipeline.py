@@ -2,7 +2,7 @@
 
 Run from the repository (``make release``, ``make grade SUBMISSIONS=...``) or directly::
 
-    python -m qkv_grading release                      # every problem set -> exercises/release/
+    python -m qkv_grading release [PROBLEM_SET ...]    # every problem set (or those) -> exercises/release/
     python -m qkv_grading grade SUBMISSIONS            # a folder submitted/<student>/<ps>/ or a platform's .zip
     python -m qkv_grading collect SUBMISSIONS          # only copy or unzip into exercises/submitted/
     python -m qkv_grading export                       # only write exercises/grades.csv from the gradebook
@@ -654,7 +654,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m qkv_grading", description=__doc__.split("\n\n")[0])
     parser.add_argument("--course", type=Path, default=DEFAULT_COURSE, help="the course folder (default: exercises)")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("release", help="release every problem set into release/")
+    released = commands.add_parser("release", help="release every problem set (or those named) into release/")
+    released.add_argument("problem_sets", nargs="*", metavar="PROBLEM_SET",
+                          help="only these problem sets (default: every one of source/)")
     for name, text in (("grade", "collect, grade in sandboxes, feedback and export"), ("collect", "only collect")):
         sub = commands.add_parser(name, help=text)
         sub.add_argument("submissions", type=Path, help="folder submitted/<student>/<ps>/ or a zip from a platform")
@@ -683,7 +685,11 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         course = Course(args.course)
         if args.command == "release":
-            release(course, out)
+            unknown = [ps for ps in args.problem_sets if ps not in course.problem_sets()]
+            if unknown:
+                raise GradingError(f"unknown problem set {unknown[0]!r}; the problem sets are "
+                                   f"{', '.join(course.problem_sets())}")
+            release(course, out, args.problem_sets or None)
         elif args.command == "grade":
             grade(course, args.submissions, problem_set=args.problem_set, timeout=args.timeout, workers=args.workers,
                   dask=args.dask, certificates=args.certificates, fresh=args.fresh, out=out)
