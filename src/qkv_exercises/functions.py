@@ -526,6 +526,15 @@ def explain_kernel_error(call: Call, raised: Raised) -> str | None:
 CAUSAL_MASK, MASKED_SOFTMAX = "causal_mask", "masked_softmax"
 MASK_NONFINITE_HINT = ("0 * (-inf) is NaN: choose the blocked entries with np.where rather than by multiplying with "
                        "the mask. " + OVERFLOW_HINT)
+MASK_OVERFLOW_HINT = (OVERFLOW_HINT + " (If you multiplied by the mask, 0 * (-inf) is NaN too: choose the blocked "
+                      "entries with np.where.)")
+LARGEST_EXPONENT = float(np.log(np.finfo(float).max))  # e^s overflows to inf above this (about 709.78)
+
+
+def masked_nonfinite_hint(scores) -> str:
+    """Why a masked softmax of ``scores`` came out NaN or infinite, the likelier cause first: an
+    overflowing e^s when some score is too large for it, else 0 * (-inf) from a mask multiplied in."""
+    return MASK_OVERFLOW_HINT if np.max(scores) > LARGEST_EXPONENT else MASK_NONFINITE_HINT
 
 
 def judge_boolean(result, label: str, expected: np.ndarray, slip_values, *, reveal: bool, shape_help: str,
@@ -666,7 +675,7 @@ def judge_masked_softmax(call: Call, result, reveal: bool) -> Verdict:
         slip_values = [(slip, masked_softmax_steps(scores, mask, slip).get("A")) for slip in candidates]
     expectation = Expectation(masked_softmax_steps(scores, mask)["A"], CODE_TOLERANCE,
                               shape_help="the shape of the scores", slip_values=slip_values,
-                              nonfinite_hint=MASK_NONFINITE_HINT, what="an array")
+                              nonfinite_hint=masked_nonfinite_hint(scores), what="an array")
     return judge_value(result, call.label, expectation, reveal=reveal)
 
 
