@@ -141,6 +141,13 @@ def test_no_figure_is_shown_as_text(built_site):
     assert not offenders, f"pages showing a figure as text instead of a picture: {offenders}"
 
 
+def test_no_page_shows_a_number_as_a_numpy_repr(built_site):
+    """An {eval} of a numpy scalar shows np.int64(512) where the prose means 512; no page has one."""
+    shown = {page: re.findall(r".{0,30}np\.(?:int|float)\d+\(.{0,10}", page_text(built_site / f"{page}.html"))
+             for page in toc_docnames(ROOT / "_toc.yml")}
+    assert not any(shown.values()), f"numpy reprs in the prose: { {p: s for p, s in shown.items() if s} }"
+
+
 def test_every_image_of_every_page_exists_in_the_build(built_site):
     """Each <img> of a chapter points to a file of the build that is not empty."""
     broken = []
