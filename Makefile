@@ -7,8 +7,8 @@
 #                                     instructors: grade a folder submitted/<student>/<ps>/ or an LMS zip,
 #                                     write feedback HTML and exercises/grades.csv
 # Only Python 3.11 and make are assumed; everything else is installed from requirements.txt
-# (and Debian's Chromium for the browser test and bubblewrap for the grading sandbox, with apt-get
-# when run as root).
+# (and Debian's nodejs to typeset the site's math, Chromium for the browser test and bubblewrap for
+# the grading sandbox, with apt-get when run as root).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -22,14 +22,14 @@ QKV_BUILT = $(BUILD_DIR)/.qkv-built
 JOBS := $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1) )))
 PYTEST_ARGS ?=
 
-.PHONY: site test venv browser sandbox clean release grade translations
+.PHONY: site test venv node browser sandbox clean release grade translations
 
 SPHINX = PYTHONPATH=$(CURDIR)/book/_ext$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/sphinx-build
 # Both editions, English at $(BUILD_DIR)/html and 繁體中文 at $(BUILD_DIR)/html/zh-TW, from the same
 # chapters. sphinx-build reads the pages in $(JOBS) processes (`jupyter-book build` reads them one
 # by one). The conf.py that Jupyter Book generates does not put the local extensions on the path:
 # PYTHONPATH does.
-site: $(INSTALLED) conf.py
+site: $(INSTALLED) node conf.py
 	@# A change under src/ (code, or what the kernels print in zh-TW) changes every page: rebuild them
 	@# all (Sphinx only tracks the pages and their catalogues).
 	@if [ -f $(QKV_BUILT) ] && [ -z "$$(find src \( -name '*.py' -o -name '*.po' \) -newer $(QKV_BUILT))" ]; then all=; else all=-E; fi; \
@@ -54,7 +54,7 @@ translations: $(INSTALLED) conf.py
 conf.py: _config.yml _toc.yml $(INSTALLED)
 	$(BIN)/jupyter-book config sphinx . >/dev/null
 
-test: $(INSTALLED) browser sandbox
+test: $(INSTALLED) node browser sandbox
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 venv: $(INSTALLED)
@@ -67,6 +67,15 @@ $(INSTALLED): requirements.txt pyproject.toml
 	@# Build matplotlib's font cache now, not in the middle of the first book build.
 	$(BIN)/python -c "import matplotlib.font_manager"
 	@touch $@
+
+# The site's math is typeset when it is built, by MathJax (from requirements.txt) in Debian's node.
+node:
+	@if command -v node >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs; \
+	else \
+		echo "The site's math is typeset by MathJax in node when the site is built: sudo apt-get install nodejs"; exit 1; \
+	fi
 
 # The browser test drives Debian's Chromium (no browser download); a CJK font lets it show the tokens.
 browser:

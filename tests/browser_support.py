@@ -295,6 +295,7 @@ IMAGES = """async () => {
 MATH = """(rawTexPattern) => {
   const skip = 'script,style,noscript,template,textarea,pre,code,.highlight,mjx-container';
   const rawTexRegex = new RegExp(rawTexPattern);
+  const typesetter = /mathjax|katex|tex-(chtml|svg|mml)/i;
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   const rawTex = [];
   while (walker.nextNode()) {
@@ -320,6 +321,13 @@ MATH = """(rawTexPattern) => {
               .map((e) => e.getAttribute('data-mjx-error') || e.textContent.slice(0, 80)),
     rawTex,
     mathjaxVersion: (window.MathJax && window.MathJax.version) || null,
+    // The math is typeset when the site is built: a page loads no typesetting script, and each
+    // formula carries MathJax's hidden MathML for screen readers.
+    typesetters: [...document.scripts].map((s) => s.src).filter((src) => typesetter.test(src))
+      .concat(window.MathJax ? ['window.MathJax is defined'] : []),
+    withoutMathML: [...document.querySelectorAll('mjx-container')]
+      .filter((c) => !c.querySelector('mjx-assistive-mml math'))
+      .map((c) => (c.closest('.math') || c).textContent.trim().slice(0, 80)),
   };
 }"""
 

@@ -4,9 +4,15 @@ Each cell prints ``<attack>: <verdict>`` lines, and a line with ``HOLE`` when th
 worked (the word is split in the code, so that a page showing the code does not hold it): a user namespace of its own and a tmpfs mounted in it, kernel keys, writing outside
 the two bounded tmpfs folders or past their sizes, and what a sandbox leaves for the next
 (files, a System V shared memory segment, processes in a session of their own).
+:func:`left_behind` finds, on this machine, the processes of the sandbox that ran the
+"left behind" cell: only its own, whoever else runs on the machine under the same user.
 """
 
 from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
 
 ATTACKS = {
     "user namespace": (
@@ -41,7 +47,7 @@ ATTACKS = {
         "print('left behind: shm segment', libc.shmget(0x51c7, 4096, 0o1666))  # IPC_CREAT | 0666\n"
         "subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
         "if os.fork() == 0:\n    os.setsid()\n    os.execv('/usr/bin/sleep', ['sleep', '301'])\n"
-        "print('left behind: uid', os.getuid())"),
+        "print('left behind: uid', os.getuid())\nprint('left behind: pid namespace', os.readlink('/proc/self/ns/pid'))"),
     "what is left": (
         "import os, ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
         "for path in ['/job/left-behind', '/dev/shm/left-behind']:\n"
@@ -73,3 +79,22 @@ def status(data: bytes) -> str:
 
 def holes(lines: list[str]) -> list[str]:
     return [line for line in lines if "HOLE" in line]
+
+
+def left_behind(printed_text: str) -> list[int]:
+    """The live processes on this machine of the sandbox whose "left behind" cell printed ``printed_text``
+    (its lines, or a feedback page that shows them): those under its uid in its process namespace.
+    (The kernel may give a namespace's number to a new one once it has ended: with the uid as well,
+    what is found is this sandbox's.)"""
+    uid = int(re.search(r"left behind: uid (\d+)", printed_text)[1])
+    namespace = re.search(r"left behind: pid namespace (pid:\[\d+\])", printed_text)[1]
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry.stat().st_uid == uid and os.readlink(entry / "ns" / "pid") == namespace
+                        and (entry / "stat").read_text().rpartition(")")[2].split()[0] not in ("Z", "X")):
+                    found.append(int(entry.name))
+            except (OSError, IndexError):
+                pass  # ended meanwhile
+    return found

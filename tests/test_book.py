@@ -200,6 +200,54 @@ def test_local_target_recognises_remote_urls():
     assert local_target("../_static/mathjax/tex-chtml.js") and local_target("data:image/png;base64,AAAA")
 
 
+# ---------------------------------------------------------------- math typeset when the site is built
+
+TYPESETTER = re.compile(r"mathjax|katex|tex-(?:chtml|svg|mml)", re.I)
+
+
+def test_no_page_of_either_edition_loads_a_typesetting_script(built_site):
+    """Every formula is typeset when the site is built: no page, English or 繁體中文, has a script
+    of MathJax (or another typesetter), nor a MathJax configuration for one."""
+    pages = sorted(built_site.rglob("*.html"))
+    assert any("zh-TW" in page.parts for page in pages), "the 繁體中文 edition is not in the build"
+    offenders = []
+    for html_file in pages:
+        scripts = [a.get("src", "") for tag, a in parse(html_file).tags if tag == "script"]
+        offenders += [f"{html_file.relative_to(built_site)}: <script src={src!r}>"
+                      for src in scripts if TYPESETTER.search(src)]
+        if re.search(r"\bMathJax\s*=", html_file.read_text(encoding="utf-8")):
+            offenders.append(f"{html_file.relative_to(built_site)}: configures MathJax")
+    assert not offenders, "pages that typeset math in the browser:\n" + "\n".join(offenders[:40])
+
+
+def formulas(html_file: Path) -> list:
+    """The formulas of a page (``span.math`` and ``div.math``), as parsed elements."""
+    from bs4 import BeautifulSoup
+
+    html = BeautifulSoup(html_file.read_text(encoding="utf-8"), "html.parser")
+    return html.select("span.math, div.math")
+
+
+@pytest.mark.parametrize("edition", ["", "zh-TW"])
+def test_every_formula_is_typeset_with_its_mathml_and_tex(built_site, edition):
+    """Each formula of every chapter is MathJax's output, with the MathML that screen readers read,
+    and its TeX kept in that MathML as an annotation (a reader's copy, and these tests, read it)."""
+    problems, count = [], 0
+    for docname in toc_docnames(ROOT / "_toc.yml"):
+        for formula in formulas(built_site / edition / f"{docname}.html"):
+            count += 1
+            tex = formula.select_one('mjx-assistive-mml > math annotation[encoding="application/x-tex"]')
+            where = f"{edition or 'en'}/{docname}: {formula.get_text()[:60]!r}"
+            if formula.select_one("mjx-container > mjx-math") is None:
+                problems.append(f"{where} is not typeset")
+            elif tex is None or not tex.get_text().strip():
+                problems.append(f"{where} has no MathML with its TeX")
+            elif formula.select_one("mjx-merror") is not None:
+                problems.append(f"{where}: MathJax could not typeset it")
+    assert count > 100, f"only {count} formulas in the chapters of {edition or 'en'}"
+    assert not problems, "\n".join(problems[:40])
+
+
 # ---------------------------------------------------------------- the code shown is the code that runs
 
 

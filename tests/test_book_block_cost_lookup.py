@@ -1,7 +1,7 @@
 """The chapters on the block around attention, on cost and online softmax, on attention as lookup and
 on training attention: what the built pages show agrees with the seeds and with computations done
 here, and every figure (of these chapters and of the two on attention at inference) has a caption and
-alt text.
+alt text, and each ends with a summary that sends the reader to its problem set.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from .test_book import math_text, page_text, parse
 
 pytestmark = pytest.mark.slow
 
-CHAPTERS = ["transformer_block", "attention_cost", "soft_lookup", "training_attention"]
-FIGURE_CHAPTERS = [*CHAPTERS, "decoding", "long_context"]
+CHAPTERS = ["transformer_block", "attention_cost", "soft_lookup", "training_attention", "decoding", "long_context"]
 
 
 def numbers(text: str) -> list[float]:
@@ -75,7 +74,7 @@ def test_lookup_page_weighs_seed_002_keys_three_ways(built_site):
     np.testing.assert_allclose(numbers(gaussian.group(1)), kernel / kernel.sum(), atol=1e-6)
 
 
-@pytest.mark.parametrize("chapter", FIGURE_CHAPTERS)
+@pytest.mark.parametrize("chapter", CHAPTERS)
 def test_every_figure_has_a_caption_and_alt_text(built_site, chapter):
     collector = parse(built_site / "book" / f"{chapter}.html")
     images = [attrs for tag, attrs in collector.tags if tag == "img"]

@@ -366,3 +366,39 @@ def test_without_bubblewrap_grading_says_how_to_install_it(tmp_path):
                             env=env, capture_output=True, text=True)
     assert result.returncode == 1
     assert "sudo apt-get install bubblewrap" in result.stderr
+
+
+def test_a_sandbox_that_fails_runs_again_and_one_that_fails_twice_is_not_graded_never_0(released, tmp_path,
+                                                                                       monkeypatch):
+    """A loaded machine must cost no student a grade: a sandbox that fails (here: it did not start in
+    time) runs once more on its own, after the others, and is graded as its classmate is, with a
+    note; one that fails again is not graded (no 0 in grades.csv), the run says so and exits with 1."""
+    from qkv_grading import pipeline, run_record
+
+    course, _ = released
+    folder = tmp_path / "submitted"
+    for student in ("lucky", "unlucky", "hopeless"):
+        write_notebook(folder / student / PS2 / f"{PS2}.ipynb", with_first_cell(source_notebook(PS2), f"# {student}"))
+    real, tries = pipeline._timed_run_job, []
+
+    def loaded_machine(job, limits):
+        student = next(c["run"][2:] for c in job["cells"] if c.get("run", "").startswith("# "))
+        tries.append(student)
+        if student == "hopeless" or (student == "unlucky" and tries.count(student) == 1):
+            return run_record.failed("the sandbox did not start the runner within 60 s"), 0.0
+        return real(job, limits)
+
+    monkeypatch.setattr(pipeline, "_timed_run_job", loaded_machine)
+    monkeypatch.setenv("PATH", pipeline.nbgrader_env()["PATH"])
+    printed = []
+    with pytest.raises(pipeline.GradingError, match="1 submission could not be run in a sandbox"):
+        pipeline.grade(pipeline.Course(course), folder, timeout=30, workers=2, progress_bar=False,
+                       out=printed.append)
+    assert sorted(tries) == ["hopeless", "hopeless", "lucky", "unlucky", "unlucky"]
+    grades = read_grades(course / "grades.csv")
+    assert grades[("unlucky", PS2)] == grades[("lucky", PS2)] > 0, "\n".join(printed)
+    assert ("hopeless", PS2) not in grades, "a submission that no sandbox ran has a grade"
+    text = "\n".join(printed)
+    assert "its sandbox failed (the sandbox did not start the runner within 60 s), so it was run again" in text
+    assert "hopeless: NOT GRADED: not graded: the sandbox could not run it" in text
+    assert re.search(r"^hopeless +ps2\S* +not graded$", text, re.M), text

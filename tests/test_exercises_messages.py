@@ -203,6 +203,19 @@ def reference(name: str, *args, **kwargs):
         return dS @ K / np.sqrt(Q.shape[1]), dS.T @ Q / np.sqrt(Q.shape[1]), A.T @ dO
     if name == "central_difference_dQ":
         return reference("attention_backward", *args)[0]
+    if name == "grouped_query_attention":
+        Q, K, V = args
+        h, g = len(Q), len(K)
+        heads = [reference("scaled_dot_product_attention", Q[i], K[i // (h // g)], V[i // (h // g)])
+                 for i in range(h)]
+        return np.array([o for o, _ in heads]), np.array([w for _, w in heads])
+    if name == "sliding_window_mask":
+        n, window = args
+        return np.array([[abs(i - j) < window for j in range(n)] for i in range(n)])
+    if name == "decode":
+        X, W_Q, W_K, W_V = args
+        return np.array([reference("scaled_dot_product_attention", (X[t] @ W_Q)[None, :], X[:t + 1] @ W_K,
+                                   X[:t + 1] @ W_V)[0][0] for t in range(len(X))])
     d_k, n, rng = args
     return (rng.standard_normal((n, d_k)) * rng.standard_normal((n, d_k))).sum(axis=1)
 
@@ -373,6 +386,43 @@ def wrong_functions(name: str) -> list[tuple[str, object]]:
             return estimate
 
         return common + [("one-sided", difference(one_sided=True)), ("divided by h", difference(halved=False))]
+    if name == "grouped_query_attention":
+        def grouped(group_of, scale=True):
+            def attention(Q, K, V):
+                h, g = len(Q), len(K)
+                groups = [group_of(i, h, g) for i in range(h)]
+                scores = np.array([Q[i] @ K[groups[i]].T for i in range(h)]) / (np.sqrt(Q.shape[-1]) if scale else 1)
+                weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+                weights /= weights.sum(axis=-1, keepdims=True)
+                return np.array([weights[i] @ V[groups[i]] for i in range(h)]), weights
+            return attention
+
+        return common + [("i % g", grouped(lambda i, h, g: i % g)),
+                         ("no 1/sqrt(d_k)", grouped(lambda i, h, g: i // (h // g), scale=False)),
+                         ("output only", lambda Q, K, V: reference(name, Q, K, V)[0]),
+                         ("swapped", lambda Q, K, V: reference(name, Q, K, V)[::-1])]
+    if name == "sliding_window_mask":
+        return common + [("one too wide", lambda n, w: reference(name, n, w + 1)),
+                         ("one side only", lambda n, w: np.tril(reference(name, n, w))),
+                         ("inverted", lambda n, w: ~reference(name, n, w)),
+                         ("ones and zeros", lambda n, w: reference(name, n, w).astype(float))]
+    if name == "decode":
+        def appended_after_use(X, W_Q, W_K, W_V):
+            rows = []
+            for t in range(len(X)):
+                before = slice(0, t) if t else slice(0, 1)  # the first token, with nothing cached, reads itself
+                rows.append(reference("scaled_dot_product_attention", (X[t] @ W_Q)[None, :], X[before] @ W_K,
+                                      X[before] @ W_V)[0][0])
+            return np.array(rows)
+
+        def not_causal(X, W_Q, W_K, W_V):
+            return reference("scaled_dot_product_attention", X @ W_Q, X @ W_K, X @ W_V)[0]
+
+        def unscaled(X, W_Q, W_K, W_V):
+            return reference(name, X, W_Q * np.sqrt(W_Q.shape[1]), W_K, W_V)
+
+        return common + [("cache appended after use", appended_after_use), ("not causal", not_causal),
+                         ("no 1/sqrt(d_k)", unscaled)]
     return common + [("constant", lambda d_k, n, rng: np.full(n, float(d_k))),
                      ("scaled", lambda d_k, n, rng: reference(name, d_k, n, rng) / np.sqrt(d_k)),
                      ("uniform", lambda d_k, n, rng: (rng.random((n, d_k)) * rng.random((n, d_k))).sum(axis=1)),

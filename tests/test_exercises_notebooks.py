@@ -41,7 +41,8 @@ def code_cells(path) -> list[dict]:
 def test_one_notebook_per_problem_set_named_after_it():
     assert PROBLEM_SETS == ["ps1_qkv", "ps2_scaled_dot_product", "ps3_sqrt_dk", "ps4_single_head",
                             "ps5_multi_head", "ps6_maps", "ps7_masks", "ps8_position", "ps9_block",
-                            "ps10_online_softmax", "ps11_soft_lookup", "ps12_trained_model", "ps14_training"]
+                            "ps10_online_softmax", "ps11_soft_lookup", "ps12_trained_model", "ps13_inference",
+                            "ps14_training"]
     assert [p.relative_to(SOURCE).as_posix() for p in NOTEBOOKS] == [f"{ps}/{ps}.ipynb" for ps in PROBLEM_SETS]
     assert names() == PROBLEM_SETS, "each problem set has its module in qkv_exercises.problem_sets"
 

@@ -118,6 +118,24 @@ SLIPS = {
         "A_head = weights[head]  # heads counted from 0",
         1, "Likely slip: heads are numbered from 1 in the question and Python counts from 0",
     ),
+    "ps13_inference": (
+        "answer_decode",
+        "def decode(X, W_Q, W_K, W_V):\n"
+        "    keys, values, outputs = [], [], []\n"
+        "    for x in np.asarray(X, dtype=float):\n"
+        "        q, k, v = x @ W_Q, x @ W_K, x @ W_V\n"
+        "        if keys:\n"
+        "            s = np.array(keys) @ q / np.sqrt(len(q))\n"
+        "            a = np.exp(s - s.max())\n"
+        "            outputs.append(a / a.sum() @ np.array(values))\n"
+        "        else:\n"
+        "            outputs.append(v)  # nothing cached yet\n"
+        "        keys.append(k)  # the cache appended after its query read it\n"
+        "        values.append(v)\n"
+        "    return np.array(outputs)\n",
+        3,  # decode_yours, decode_other_sequences and the hidden decode_random
+        "Likely slip: did the query read the cache before the new token's key and value joined it?",
+    ),
     "ps14_training": (
         "answer_dv_entry",
         "dV_entry = np.round((A @ dO)[key, column], 2)  # A not transposed",

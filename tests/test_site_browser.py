@@ -51,12 +51,13 @@ from .browser_support import (
     visit_phone,
     without_fragment,
 )
+from .exercise_support import PROBLEM_SETS as COURSE_PROBLEM_SETS
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 PAGES = toc_docnames(ROOT / "_toc.yml")
 EXERCISES_PAGE = "book/exercises"
-PROBLEM_SETS = [f"ps{n}" for n in range(1, 13)]
+PROBLEM_SETS = [name.split("_")[0] for name in COURSE_PROBLEM_SETS]  # ps1, ps2, ...: every source folder
 # nbgrader's markers; none may survive into what students download.
 SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 
@@ -150,6 +151,19 @@ def test_math_is_typeset(visits, docname):
     problems += [f"math not typeset: {text!r}" for text in math["untypeset"]]
     problems += [f"MathJax error: {text!r}" for text in math["errors"]]
     problems += [f"raw TeX in the visible text: ...{text}..." for text in math["rawTex"]]
+    assert not problems, report(docname, problems)
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_math_comes_typeset_with_its_mathml_and_no_typesetting_script_is_loaded(visits, docname):
+    """The math was typeset when the site was built: the page loads no MathJax (nor any other
+    typesetter), and every formula holds its MathML for assistive technology."""
+    page = visits(docname)
+    math = page.math
+    problems = [f"loads a typesetting script: {src}" for src in math["typesetters"]]
+    problems += [f"requested a typesetting script: {url}" for url in page.recorder.requests
+                 if re.search(r"mathjax/.*\.js(\?|$)", url, re.I)]
+    problems += [f"a formula without MathML for screen readers: {text!r}" for text in math["withoutMathML"]]
     assert not problems, report(docname, problems)
 
 
@@ -349,7 +363,7 @@ def test_search_finds_softmax(browser, site, screenshots):
         )
         summary = page.inner_text("#search-results p.search-summary")
         hits = page.eval_on_selector_all("#search-results ul.search li a", "links => links.map(a => a.href)")
-        with contextlib.suppress(PlaywrightTimeout):  # the results' math is typeset after they appear
+        with contextlib.suppress(PlaywrightTimeout):  # the results' summaries arrive one by one
             page.wait_for_function(f"() => ({MATH})({json.dumps(RAW_TEX)}).rawTex.length === 0", timeout=10_000)
         math = page.evaluate(MATH, RAW_TEX)
         page.screenshot(path=str(screenshots / "search-softmax.png"), full_page=True)
@@ -360,6 +374,8 @@ def test_search_finds_softmax(browser, site, screenshots):
     problems = recorder.network_problems() + recorder.console_errors
     problems += [f"raw TeX in the search results: ...{text}..." for text in math["rawTex"]]
     problems += [f"MathJax error: {text!r}" for text in math["errors"]]
+    problems += [f"loads a typesetting script: {src}" for src in math["typesetters"]]
+    problems += [f"a formula without MathML for screen readers: {text!r}" for text in math["withoutMathML"]]
     assert not problems, report("search.html?q=softmax", problems)
 
 

@@ -361,6 +361,10 @@ PINNED = {
                               "beta": [-0.5, 0.5, 1, 0.5]},
     ("ps12_trained_model", "ab1234"): {"sentence": "After two late orders the driver promised compensation.",
                                        "layer": 2, "head": 1},
+    ("ps13_inference", "ab1234"): {"x_3": [1, 0, 1, 1], "query_head": 2,
+                                   "Q_gqa": [[0, 1], [-1, -1], [1, 0], [1, 1], [1, -1], [0, -1]],
+                                   "n_window": 10, "window": 4, "token": 8, "scores_row": [3, 0, 2.5, -0.5],
+                                   "h_alibi": 8, "alibi_head": 3, "layers": 48, "kv_heads": 1, "dtype": "float16"},
     ("ps14_training", "ab1234"): {"V": [[1, 0], [0, 1], [0, 0]], "dO": [[-1, 0.5], [-1, 0], [0.5, 1]],
                                   "key": 1, "column": 1},
 }

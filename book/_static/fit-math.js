@@ -2,17 +2,18 @@
 // they fit, but never below MIN_SCALE of their size, where digits such as 0.707107 stay readable:
 // an equation still too wide at that size scrolls sideways in its own box (the class
 // "qkv-math-scrolls"), and the page itself never does. MathJax 3 does not break a line by itself.
-// Runs once MathJax has typeset the page, again when its fonts arrive and when the window changes
-// size. Each equation records the scale it is drawn at in data-fit-scale (the browser test reads it).
+// The math was typeset when the site was built; this runs once the page's elements are there,
+// again when its fonts arrive and whenever the window changes size. Each equation records the
+// scale it is drawn at in data-fit-scale (the browser test reads it).
 (() => {
   const MIN_SCALE = 0.85;
 
   const fit = () => {
     for (const container of document.querySelectorAll('mjx-container[display="true"]')) {
-      if (container.dataset.fitFontSize === undefined) {
-        container.dataset.fitFontSize = container.style.fontSize || '';
-      }
-      container.style.fontSize = container.dataset.fitFontSize;
+      // The sizes the stylesheet gives it, to measure again: its own, and that of the text around
+      // it, which text in the page's fonts inside the formula is drawn at.
+      container.style.fontSize = '';
+      container.style.removeProperty('--qkv-text-size');
       container.classList.remove('qkv-math-scrolls');
       container.dataset.fitScale = '1';
       const math = container.querySelector('mjx-math');
@@ -21,19 +22,22 @@
       if (!box || width <= box) continue;
       const wanted = (box - 2) / width;
       const scale = Math.max(MIN_SCALE, wanted);
-      const base = parseFloat(container.dataset.fitFontSize) || 100;
-      container.style.fontSize = `${(base * scale).toFixed(1)}%`;
+      const style = getComputedStyle(container);
+      const natural = parseFloat(style.fontSize);
+      const text = parseFloat(style.getPropertyValue('--qkv-text-size'));
+      container.style.fontSize = `${(natural * scale).toFixed(2)}px`;
+      if (text) container.style.setProperty('--qkv-text-size', `${(text * scale).toFixed(2)}px`);
       container.dataset.fitScale = scale.toFixed(3);
       if (wanted < MIN_SCALE) container.classList.add('qkv-math-scrolls');
     }
   };
 
-  const typeset = () => (window.MathJax && window.MathJax.startup && window.MathJax.startup.promise) ||
-    Promise.resolve();
-
-  window.addEventListener('load', () => {
-    typeset().then(fit).then(() => document.fonts.ready).then(fit);
-  });
+  const start = () => {
+    fit();
+    document.fonts.ready.then(fit);
+  };
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+  else start();
   let pending = null;
   window.addEventListener('resize', () => {
     clearTimeout(pending);

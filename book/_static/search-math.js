@@ -1,81 +1,72 @@
-// Math on the search page. The results are added after MathJax's first pass over the page, so the
-// math in their titles and summaries (for example "Why divide by \(\sqrt{d_k}\)?") is typeset as they
-// arrive. A summary is cut out of a page's text around the search term, and a cut through a formula
-// leaves TeX that cannot be typeset: display math is left out of summaries, and an inline formula cut
-// at either end of a summary is dropped.
+// Math in the search results, typeset by nobody: every page carries its math typeset when the site
+// was built, and the search page has the stylesheet of that math, so a summary shows a page's
+// formulas as the page does. Sphinx cuts a summary out of the text of the result's page, around the
+// search term; here each inline formula of that page stands in the text as a placeholder (two
+// private-use characters around its number), and the summary gets the formulas back, moved from
+// the fetched page. A formula cut at either end of a summary is dropped; display math is left out of
+// summaries (" … "), and so are code listings and printed outputs (a docstring's TeX is code there,
+// never typeset); and the search term is not marked inside a formula.
+
+const OPEN = "\uE000";
+const CLOSE = "\uE001";
+const PLACEHOLDER = /\uE000(\d+)\uE001/;
+
+// The inline formulas of the page whose summary is being made (htmlToText runs inside
+// makeSearchSummary, for one page at a time).
+let pageFormulas = [];
 
 const tidySummary = (text) => {
-  const firstClose = text.indexOf("\\)");
-  const firstOpen = text.indexOf("\\(");
-  if (firstClose >= 0 && (firstOpen < 0 || firstClose < firstOpen)) text = "..." + text.slice(firstClose + 2);
-  const lastOpen = text.lastIndexOf("\\(");
-  if (lastOpen >= 0 && lastOpen > text.lastIndexOf("\\)")) text = text.slice(0, lastOpen) + "...";
+  const firstClose = text.indexOf(CLOSE);
+  const firstOpen = text.indexOf(OPEN);
+  if (firstClose >= 0 && (firstOpen < 0 || firstClose < firstOpen)) text = "..." + text.slice(firstClose + 1);
+  const lastOpen = text.lastIndexOf(OPEN);
+  if (lastOpen >= 0 && lastOpen > text.lastIndexOf(CLOSE)) text = text.slice(0, lastOpen) + "...";
   return text;
 };
 
-const leaveDisplayMathOutOfSummaries = () => {
+// "a \uE0003\uE001 b" -> [text "a ", the page's formula 3, text " b"]
+const withFormulas = (text, formulas) =>
+  text.split(new RegExp(PLACEHOLDER, "g")).map((piece, index) => {
+    if (index % 2 === 0) return document.createTextNode(piece);
+    return document.adoptNode(formulas[Number(piece)]);
+  });
+
+const showFormulasInSummaries = () => {
   if (typeof Search === "undefined") return; // Sphinx's searchtools.js is not on this page
   const htmlToText = Search.htmlToText;
   Search.htmlToText = (htmlString, anchor) => {
     const page = new DOMParser().parseFromString(htmlString, "text/html");
-    page.querySelectorAll("div.math").forEach((formula) => formula.replaceWith(" … "));
+    page.querySelectorAll("div.math, pre").forEach((block) => block.replaceWith(" … "));
+    pageFormulas = [];
+    page.querySelectorAll("span.math").forEach((formula) => {
+      formula.replaceWith(OPEN + pageFormulas.length + CLOSE);
+      pageFormulas.push(formula);
+    });
     return htmlToText(page.documentElement.outerHTML, anchor);
   };
   const makeSearchSummary = Search.makeSearchSummary;
   Search.makeSearchSummary = (...args) => {
     const summary = makeSearchSummary(...args);
-    if (summary) summary.textContent = tidySummary(summary.textContent);
+    if (summary) summary.replaceChildren(...withFormulas(tidySummary(summary.textContent), pageFormulas));
+    pageFormulas = [];
     return summary;
   };
 };
 
-// Sphinx marks the search term in a summary with a <span class="highlighted">. Inside an inline
-// formula (\(\mathrm{softmax}(QK^\top)\)) the mark would cut the formula's TeX in two pieces that
-// cannot be typeset, so there the mark is taken out again.
+// Sphinx marks the search term in a result with a <span class="highlighted"> wherever the term is
+// in the text, the MathML of a formula included (<mi>softmax</mi>); there the mark is taken out.
 const unmarkTermsInsideMath = (results) => {
-  const count = (text, delimiter) => text.split(delimiter).length - 1;
-  for (const summary of results.querySelectorAll("p.context")) {
-    let open = 0;
-    for (const node of [...summary.childNodes]) {
-      if (node.nodeType === Node.TEXT_NODE) {
-        open += count(node.nodeValue, "\\(") - count(node.nodeValue, "\\)");
-      } else if (open > 0 && node.classList && node.classList.contains("highlighted")) {
-        node.replaceWith(document.createTextNode(node.textContent));
-      }
-    }
-    summary.normalize();
+  for (const mark of results.querySelectorAll("mjx-container .highlighted")) {
+    const parent = mark.parentNode;
+    mark.replaceWith(...mark.childNodes);
+    parent.normalize();
   }
 };
 
-const typesetResultsAsTheyArrive = (results) => {
-  let running = false;
-  let again = false;
-  const typeset = () => {
-    unmarkTermsInsideMath(results);
-    if (!window.MathJax || !window.MathJax.startup) return;
-    if (running) {
-      again = true;
-      return;
-    }
-    running = true;
-    window.MathJax.startup.promise
-      .then(() => window.MathJax.typesetPromise([results]))
-      .catch((error) => console.error("MathJax could not typeset the search results:", error))
-      .finally(() => {
-        running = false;
-        if (again) {
-          again = false;
-          typeset();
-        }
-      });
-  };
-  new MutationObserver(typeset).observe(results, { childList: true, subtree: true });
-};
-
-// Registered before searchtools.js registers its own start-up, so both patches are in place first.
+// Registered before searchtools.js registers its own start-up, so the patches are in place first.
 document.addEventListener("DOMContentLoaded", () => {
   const results = document.getElementById("search-results");
   if (!results) return;
-  leaveDisplayMathOutOfSummaries();
-  typesetResultsAsTheyArrive(results);
+  showFormulasInSummaries();
+  new MutationObserver(() => unmarkTermsInsideMath(results)).observe(results, { childList: true, subtree: true });
 });

@@ -80,7 +80,7 @@ def grouped_query_attention(Q, K, V, mask=None):
     Q, K, V = _check_grouped(Q, K, V)
     h, g = Q.shape[-3], K.shape[-3]
     shared = kv_head_of(h, g)  # (h,)
-    K_per_head = K[..., shared, :, :]  # (..., h, m, d_k): each group's keys, h/g times
+    K_per_head = K[..., shared, :, :]  # (..., h, m, d_k): a group's keys, h/g times
     V_per_head = V[..., shared, :, :]  # (..., h, m, d_v)
     return scaled_dot_product_attention(Q, K_per_head, V_per_head, mask)
 

@@ -17,7 +17,7 @@ from .validate import check_positive_int, shape_str
 
 
 def sliding_window_mask(n, window):
-    r"""Boolean ``(n, n)`` mask: token ``i`` may attend to tokens less than ``w`` away.
+    r"""Boolean ``(n, n)`` mask: query ``i`` may attend to the keys ``|i - j| < w``.
 
     .. math:: M_{ij} = \mathrm{True} \iff \lvert i - j \rvert < w
 

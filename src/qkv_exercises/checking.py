@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qkv import attention, block, blockwise, lookup, masks, multihead, position, trace, vision
+from qkv import attention, block, blockwise, decoding, grouped, linearised, lookup, masks, multihead, patterns, position
+from qkv import relative_position, trace, vision
 from qkv.validate import shape_str
 
 from .slips import Slip
@@ -322,7 +323,8 @@ class QkvNotAvailable(RuntimeError):
     """Raised by qkv's functions while :func:`qkv_switched_off` is active."""
 
 
-_REFERENCE_MODULES = (attention, multihead, trace, vision, blockwise, lookup, masks, position, block)
+_REFERENCE_MODULES = (attention, multihead, trace, vision, blockwise, lookup, masks, position, block, decoding,
+                      grouped, relative_position, patterns, linearised)
 
 
 @contextlib.contextmanager

@@ -41,6 +41,20 @@ class Slip:
     advice: str
 
 
+# Units of memory, shared by the problem sets that count bytes (10: the weights; 13: the cache).
+BITS_NOT_BYTES = Slip(
+    "bits_not_bytes",
+    "that counts bits: a float32 takes 32 bits, which is 4 bytes (8 bits to a byte).",
+)
+GB_NOT_GIB = Slip(
+    "gb_not_gib",
+    "a GiB is 2^30 = 1,073,741,824 bytes, not 10^9.",
+)
+MIB_NOT_GIB = Slip(
+    "mib_not_gib",
+    "that is in MiB (2^20 bytes); a GiB is 2^30 bytes, 1024 MiB.",
+)
+
 NO_SQRT_DK = Slip(
     "no_sqrt_dk",
     "did you divide the scores by sqrt(d_k)? Your answer matches the computation without the scaling "

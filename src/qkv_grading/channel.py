@@ -6,9 +6,9 @@ and output and returns the run record's bytes (:mod:`qkv_grading.run_record`):
 
 1. it sends the header, one JSON line (the givens and the cell limits); the runner answers
    :data:`READY` once it is set up, before any code of the notebook runs. No answer within
-   :data:`STARTUP_SECONDS`: the sandbox failed (``sandbox_failed``), not the submission. The
-   notebook's own time limit starts then, so that a loaded machine's slow start costs no
-   student their time;
+   :func:`startup_seconds` (more on a loaded machine): the sandbox failed (``sandbox_failed``),
+   not the submission, and the grader runs it again later. The notebook's own time limit
+   starts then, so that a loaded machine's slow start costs no student their time;
 2. it sends the job's cells one at a time, each with a fresh random nonce. The runner
    runs the cell, sends its record (``{"cell": id, ...}``) and then
    ``{"end_of_cell": id, "nonce": nonce}``, and only then does the next cell go out;
@@ -42,13 +42,27 @@ from . import run_record
 from .run_record import STDERR_CHARS, Bounds
 
 READY = b'{"ready": true}'
-STARTUP_SECONDS = 60.0  # the sandbox may take this long to start the runner; not counted in the notebook's time
+STARTUP_SECONDS = 60.0  # a sandbox may take this long to start the runner on a machine with a core free
+MAX_STARTUP_SECONDS = 600.0  # and never longer, however loaded the machine
 HEADER_FIELDS = ("problem_set", "givens", "display_methods")
 
 
 def end_of_cell(cell_id: int, nonce: str) -> bytes:
     """The line with which the runner ends a cell (the runner writes it with ``json.dumps``, as here)."""
     return json.dumps({"end_of_cell": cell_id, "nonce": nonce}).encode("ascii")
+
+
+def startup_seconds(load: float | None = None, cores: int | None = None) -> float:
+    """How long a sandbox may take to start its runner, none of it counted in the notebook's time:
+    :data:`STARTUP_SECONDS` times the machine's load per core when that is above 1, at most
+    :data:`MAX_STARTUP_SECONDS`.
+
+    ``load`` is the machine's load average over the last minute (the processes that want a core),
+    ``cores`` its number of cores (both read from this machine when None): past one process a
+    core, each gets its share of a core, and the runner's start takes that much longer."""
+    load = os.getloadavg()[0] if load is None else load
+    cores = (os.cpu_count() or 1) if cores is None else cores
+    return min(MAX_STARTUP_SECONDS, STARTUP_SECONDS * max(1.0, load / max(1, cores)))
 
 
 def header_of(job: dict, limits, site: str) -> dict:
@@ -94,6 +108,7 @@ class _Reading:
     def __init__(self, cells: list[dict], bounds: Bounds):
         self.cells, self.bounds = cells, bounds
         self.ready, self.index, self.nonce = False, 0, ""
+        self.startup = 0.0  # the seconds the runner may take to be ready (startup_seconds)
         self.records: list[bytes] = []
         self.record_bytes = 0
         self.this_cell: bytes | None = None  # the record of the cell in progress, once it came
@@ -223,8 +238,7 @@ def drive(process: subprocess.Popen, job: dict, limits, site: str, stop: threadi
         elif killed_by is not None:
             status = "killed"
     if status == "timed_out" and not reading.ready:
-        waited = max(STARTUP_SECONDS, float(limits.notebook_seconds))
-        status, reason = "sandbox_failed", f"the sandbox did not start the runner within {waited:g} s"
+        status, reason = "sandbox_failed", f"the sandbox did not start the runner within {reading.startup:.0f} s"
     head = {"format": run_record.FORMAT, "status": status, "in_cell": None if status == "finished" else reading.in_cell,
             "exit_code": exit_code, "signal": killed_by if status == "killed" else None,
             "seconds": round(time.monotonic() - started, 3), "reason": reason, "stderr": stderr,
@@ -235,12 +249,15 @@ def drive(process: subprocess.Popen, job: dict, limits, site: str, stop: threadi
 def _read(process, feeder: _Feeder, reading: _Reading, limits, bounds: Bounds, stop: threading.Event,
           started: float) -> tuple[str, str]:
     """Read the channel until the run ends; its status and, for ``sandbox_failed`` and ``overflow``, why."""
-    deadline = started + max(STARTUP_SECONDS, float(limits.notebook_seconds))  # until the runner is ready
+    deadline = None  # the notebook's, from its first cell on; before, the start's bound (reading.startup)
+    reading.startup = max(startup_seconds(), float(limits.notebook_seconds))
     received, partial, skipping = 0, bytearray(), False
     with selectors.DefaultSelector() as selector:
         selector.register(process.stdout, selectors.EVENT_READ)
         while True:
-            left = deadline - time.monotonic()
+            if not reading.ready:  # read again as the machine's load changes, never shortened
+                reading.startup = max(reading.startup, startup_seconds())
+            left = (started + reading.startup if deadline is None else deadline) - time.monotonic()
             if left <= 0:
                 return "timed_out", ""
             if stop.is_set():

@@ -472,7 +472,8 @@ class Grading:
         self.journals = {p.name: Journal(course.root, p.name) for p in plans.values() if not isinstance(p, str)}
         self.done = {ps: ({} if fresh else j.index()) for ps, j in self.journals.items()}
         self.keys_now: dict[str, dict[str, str]] = {ps: {} for ps in self.journals}
-        self.again: list[Submission] = []
+        self.again: list[Submission] = []  # run once more on their own, after the others
+        self.timed_out_beside_others: set[tuple[str, str]] = set()
         self.failed_machinery = 0
 
     def pending(self, subs: Iterable[Submission], rerun: bool = False) -> Iterator[Task]:
@@ -515,7 +516,8 @@ class Grading:
 
     def receive(self, task: Task, data: bytes, rerun: bool = False) -> None:
         """One record back from a sandbox: decoded within the submission's time budget, then finished here,
-        run again later, or reported as the machine's failure."""
+        run again later (a sandbox that failed, a notebook past its time beside others), or, when its
+        sandbox failed twice, reported as the machine's failure: not graded, never 0 points."""
         sub = task.sub
         budget = run_record.Budget(self.bounds.judging_seconds)
         started = time.thread_time()
@@ -527,6 +529,10 @@ class Grading:
         if record is None:
             self.finish(task, None, budget, refused=refused)
             return
+        if record.status == "sandbox_failed" and not rerun:  # most often a loaded machine: once more, on its own
+            sub.notes.append(f"its sandbox failed ({record.reason}), so it was run again on its own after the others")
+            self.again.append(sub)
+            return
         if record.status == "sandbox_failed":
             self.failed_machinery += 1
             sub.gradable = False
@@ -534,9 +540,10 @@ class Grading:
             self.bar.line(f"{task.plan.name}  {sub.student}: NOT GRADED: {sub.notes[-1]}")
             return
         if record.status == "timed_out" and not rerun and self.rerun_timed_out:
+            self.timed_out_beside_others.add(sub.key)
             self.again.append(sub)
             return
-        if rerun:
+        if rerun and sub.key in self.timed_out_beside_others:
             sub.notes.append("ran past its time limit beside other notebooks, so it was run again on its own"
                              + (", and ran past it again" if record.status == "timed_out" else ""))
         self.finish(task, record, budget)

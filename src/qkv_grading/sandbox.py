@@ -39,7 +39,10 @@ cgroup (:func:`weaker_without_root`).
 
 Nothing of one sandbox outlives it: its files are in its tmpfs, its IPC in its namespace,
 its processes in its process namespace and control group (both emptied when it ends), and
-it could make no kernel key.
+it could make no kernel key. :func:`run_job` returns only once the first process of that
+namespace has ended, which the kernel lets happen only after every other process in it
+(one that forked twice or made a session of its own included) has ended, with or without
+root and a control group.
 """
 
 from __future__ import annotations
@@ -49,8 +52,11 @@ import dataclasses
 import functools
 import hashlib
 import importlib.metadata
+import json
 import os
+import select
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -248,7 +254,8 @@ def bwrap_command(uid: int | None, limits: Limits, descriptors: dict[str, int]) 
     """The command that runs the runner in a sandbox (see the module docstring).
 
     ``uid`` is the sandbox's identity when running as root (None otherwise); ``descriptors``
-    maps each path of :func:`runtime_files` and ``"seccomp"`` to a descriptor to read it from.
+    maps each path of :func:`runtime_files` and ``"seccomp"`` to a descriptor to read it from,
+    and ``"status"`` (optional) to one that bwrap writes its JSON status lines to.
     """
     prefix = Path(sys.base_prefix).resolve()
     python = prefix / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
@@ -275,6 +282,8 @@ def bwrap_command(uid: int | None, limits: Limits, descriptors: dict[str, int]) 
     command += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
                 "--die-with-parent", "--new-session", "--hostname", "sandbox", "--clearenv",
                 "--seccomp", str(descriptors["seccomp"])]
+    if "status" in descriptors:  # bwrap writes the pid of the sandbox's first process there (_first_process)
+        command += ["--json-status-fd", str(descriptors["status"])]
     env = {"HOME": JOB, "TMPDIR": JOB, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "IPYTHONDIR": f"{JOB}/.ipython", "MPLBACKEND": "Agg"}
@@ -330,16 +339,67 @@ def run_job(job: dict, limits: dict | Limits | None = None) -> bytes:
         group = cgroups.SandboxGroup.make(limits.sandbox_memory, limits.processes)
         if group is not None:
             stack.callback(group.close)  # before the identity is released: nothing of this sandbox is left
+        status, descriptors["status"] = os.pipe()  # close-on-exec, as the memfds
+        stack.callback(os.close, status)
         command = (group.enter() if group else []) + bwrap_command(uid, limits, descriptors)
         try:
             process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                        start_new_session=True, pass_fds=tuple(descriptors.values()))
         except OSError as err:
             return run_record.failed(f"could not start bwrap: {err}")
+        finally:
+            os.close(descriptors.pop("status"))  # bwrap's copy is then the only writer: its end is seen here
+        first = _first_process(status, process)
         data = channel.drive(process, job, limits, SITE, STOP, started)
+        if first is not None:
+            _wait_for_end(first)
         if group is not None and group.memory_exceeded():
             data = _out_of_memory(data, limits)
         return data
+
+
+def _first_process(status: int, process: subprocess.Popen) -> int | None:
+    """A pidfd of the sandbox's first process (pid 1 of its process namespace), whose pid bwrap
+    writes first on ``--json-status-fd``; None when bwrap ended (or took longer than a sandbox's
+    start may, :func:`channel.startup_seconds`) before starting it.
+
+    While bwrap runs, that process is its child, alive or not yet reaped, so its pid names no other."""
+    from . import channel
+
+    line = bytearray()
+    deadline = time.monotonic() + channel.startup_seconds()
+    while b"\n" not in line and time.monotonic() < deadline and not STOP.is_set():
+        if select.select([status], [], [], 0.5)[0]:
+            chunk = os.read(status, 4096)
+            if not chunk:
+                return None
+            line += chunk
+    try:
+        pid = json.loads(line.partition(b"\n")[0])["child-pid"]
+        pidfd = os.pidfd_open(int(pid))
+    except (ValueError, KeyError, TypeError, OSError):
+        return None
+    if process.poll() is not None:  # bwrap ended already: the pid may since name another process
+        os.close(pidfd)
+        return None
+    return pidfd
+
+
+def _wait_for_end(pidfd: int, seconds: float = 10) -> None:
+    """Return once the sandbox's first process has ended (``pidfd``), and so every process of its
+    namespace: the kernel ends them all before it. It is killed if it outlasts ``seconds``.
+
+    bwrap's first process is killed when bwrap ends (``--die-with-parent``), but the kernel does that
+    after bwrap's own end is seen here; waiting for it means a sandbox has ended only when nothing
+    of it runs, as root (where the identity's release would end what is left) and without root
+    (where nothing else would: its processes run as the grader's own user)."""
+    try:
+        if not select.select([pidfd], [], [], seconds)[0]:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            select.select([pidfd], [], [], seconds)
+    finally:
+        os.close(pidfd)
 
 
 def _out_of_memory(data: bytes, limits: Limits) -> bytes:

@@ -1,14 +1,18 @@
 """The runner's end-of-run marker cannot be forged: a run is ``finished`` only when every cell's end came
 back with the nonce sent with that cell, and whatever else a notebook writes on the channel is counted
-and dropped. The runners here are stand-ins (plain Python processes), so no sandbox is needed."""
+and dropped; a runner slow to start is waited for longer on a loaded machine. The runners here are
+stand-ins (plain Python processes), so no sandbox is needed."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 import threading
 import time
+
+import pytest
 
 from qkv_grading import channel, run_record
 from qkv_grading.sandbox import Limits
@@ -113,3 +117,27 @@ def test_a_runner_that_never_starts_is_the_sandboxs_failure():
 def test_a_notebook_past_its_time_limit_times_out_in_the_cell_it_was_in():
     record = _drive("import time; time.sleep(30)", seconds=2)
     assert record.status == "timed_out" and record.in_cell == 1
+
+
+@pytest.mark.parametrize("load_per_core, status", [(0.0, "sandbox_failed"), (8.0, "finished")])
+def test_a_sandbox_slow_to_start_is_waited_for_longer_the_more_loaded_the_machine(monkeypatch, load_per_core,
+                                                                                status):
+    """A runner that takes 3.5 s to be ready, with 1 s allowed for a start on a machine with a core free
+    (and 2 s for the notebook): it fails on an idle machine, and is waited for on one loaded 8 processes
+    a core (8 s), where its notebook then has its own 2 s."""
+    monkeypatch.setattr(channel, "STARTUP_SECONDS", 1.0)
+    monkeypatch.setattr(channel.os, "getloadavg", lambda: (load_per_core * (os.cpu_count() or 1),) * 3)
+    slow = RUNNER.replace('send({"ready": True})', 'import time; time.sleep(3.5); send({"ready": True})')
+    process = subprocess.Popen([sys.executable, "-c", slow.replace("HOSTILE", "pass")], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    record = run_record.decode(channel.drive(process, JOB, Limits(notebook_seconds=2), "/site", threading.Event(),
+                                             time.monotonic()))
+    assert record.status == status, record
+    if status == "sandbox_failed":
+        assert record.reason == "the sandbox did not start the runner within 2 s"
+
+
+def test_the_start_of_a_sandbox_may_take_longer_on_a_loaded_machine_within_a_bound():
+    assert channel.startup_seconds(load=0.5, cores=2) == channel.STARTUP_SECONDS
+    assert channel.startup_seconds(load=25, cores=2) > channel.startup_seconds(load=6, cores=2) > channel.STARTUP_SECONDS
+    assert channel.startup_seconds(load=10_000, cores=2) == channel.MAX_STARTUP_SECONDS

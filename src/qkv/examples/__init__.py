@@ -15,12 +15,14 @@ Seed 000, "外送 晚到 補償" (:mod:`qkv.examples.delivery`):
 - :func:`delivery_encoder_layer`: its heads inside a whole encoder block.
 - :func:`causal_delivery_example`: head 1 under a causal mask.
 - :func:`delivery_block_row_example`: 補償's residual sum and layer norm in that block.
+- :func:`grouped_delivery_example`: its two heads' keys and values shared by four query heads.
 
 Seed 001, "中和 有 一個 永和路" (:mod:`qkv.examples.zhonghe`):
 
 - :func:`zhonghe_example`: the seed's attention matrix.
 - :func:`zhonghe_vectors_example`: token vectors and one head that tell its story.
 - :func:`zhonghe_reordered_example`: the same tokens, the two place names swapped.
+- :func:`zhonghe_alibi_example`: 永和路's scores, to be biased by ALiBi.
 
 Seed 002, the ViT guide (:mod:`qkv.examples.vit_guide`):
 
@@ -37,6 +39,8 @@ The rest, examples of the course's own where a chapter needs numbers that no see
   position and a pair of positions to encode.
 - :func:`compensation_head_example` (:mod:`qkv.examples.trained_model`): a head of
   all-MiniLM-L6-v2 and what "compensation" attends to in it.
+- :func:`kv_cache_example` and :func:`sliding_window_example` (:mod:`qkv.examples.inference`):
+  a published model's key-value cache, and the entries a sliding window keeps.
 
 A new story is a new module here, and its names one line each below.
 """
@@ -47,6 +51,7 @@ from .delivery import (
     ROOT_HALF,
     BlockRowExample,
     CrossAttentionExample,
+    GroupedHeadsExample,
     MultiHeadExample,
     PaddedBatchExample,
     causal_delivery_example,
@@ -55,8 +60,10 @@ from .delivery import (
     delivery_encoder_layer,
     delivery_example,
     delivery_translation_example,
+    grouped_delivery_example,
 )
 from .forms import SelfAttentionExample
+from .inference import KVCacheExample, SlidingWindowExample, kv_cache_example, sliding_window_example
 from .position_encoding import PositionEncodingExample, position_encoding_example
 from .trained_model import (
     HEAD_PATTERNS,
@@ -85,7 +92,9 @@ from .vit_guide import (
 from .zhonghe import (
     SEED_ORDER,
     AttentionMatrixExample,
+    BiasedRowExample,
     ReorderedExample,
+    zhonghe_alibi_example,
     zhonghe_example,
     zhonghe_reordered_example,
     zhonghe_vectors_example,
@@ -105,6 +114,8 @@ __all__ = [
     "SelfAttentionExample",
     "delivery_block_row_example",
     "BlockRowExample",
+    "grouped_delivery_example",
+    "GroupedHeadsExample",
     # seed 001: 中和 有 一個 永和路
     "zhonghe_example",
     "AttentionMatrixExample",
@@ -112,6 +123,8 @@ __all__ = [
     "zhonghe_reordered_example",
     "ReorderedExample",
     "SEED_ORDER",
+    "zhonghe_alibi_example",
+    "BiasedRowExample",
     # seed 002: the ViT guide
     "q1_example",
     "QueryExample",
@@ -136,4 +149,9 @@ __all__ = [
     "QUERY_WORD",
     "HEAD_PATTERNS",
     "PATTERN_SCORE",
+    # the course's own: attention at inference
+    "kv_cache_example",
+    "KVCacheExample",
+    "sliding_window_example",
+    "SlidingWindowExample",
 ]

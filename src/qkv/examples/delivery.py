@@ -215,3 +215,34 @@ def delivery_block_row_example() -> BlockRowExample:
     attended, _ = multi_head_attention(ex.X, ex.heads, ex.W_O, ex.b_O)
     return BlockRowExample(token=ex.tokens[COMPENSATION], x=ex.X[COMPENSATION].copy(),
                            attended=attended[COMPENSATION], gamma=np.ones(4), beta=np.zeros(4), eps=1e-5)
+
+
+@dataclass(frozen=True)
+class GroupedHeadsExample:
+    """補償's query in ``h`` query heads over ``g`` key/value heads of 外送 晚到 補償.
+
+    ``Q`` ``(h, d_k)``: 補償's query in each query head; ``K`` ``(g, n, d_k)`` and ``V``
+    ``(g, n, d_v)``: the keys and values of the three tokens in each key/value head;
+    ``query_head``: the query head the decoding chapter reads (counting from 0).
+    """
+
+    tokens: tuple[str, ...]
+    Q: np.ndarray
+    K: np.ndarray
+    V: np.ndarray
+    query_head: int
+
+
+def grouped_delivery_example() -> GroupedHeadsExample:
+    """Seed 000's two heads as ``g = 2`` key/value heads, read by ``h = 4`` query heads.
+
+    Query heads 0 and 2 ask 補償's question ``q = [1, 1]`` (seed 000's two heads share
+    ``W_Q``), heads 1 and 3 the turned question ``-q``. Query head ``i`` reads key/value
+    head ``i // 2``: the decoding chapter's grouped-query example, which reads query head 1
+    (``-q`` over head 1's keys: 補償 attends most to 外送).
+    """
+    ex = delivery_example()
+    q = ex.X[COMPENSATION] @ ex.heads[0].W_Q + ex.heads[0].b_Q  # (d_k,) = [1, 1]
+    K = np.stack([ex.X @ head.W_K + head.b_K for head in ex.heads])  # (g, n, d_k) = (2, 3, 2)
+    V = np.stack([ex.X @ head.W_V + head.b_V for head in ex.heads])  # (2, 3, 2)
+    return GroupedHeadsExample(tokens=ex.tokens, Q=np.stack([q, -q, q, -q]), K=K, V=V, query_head=1)

@@ -81,3 +81,25 @@ def zhonghe_reordered_example() -> ReorderedExample:
     names swapped, ``order = (3, 1, 2, 0)``.
     """
     return ReorderedExample(example=zhonghe_vectors_example(), order=np.array(SEED_ORDER))
+
+
+@dataclass(frozen=True)
+class BiasedRowExample:
+    """The last token's scaled scores ``(n,)`` over ``tokens``, and ALiBi's head ``head`` (counting
+    from 1, as the paper does) of a model with ``h`` heads, whose bias is added to them."""
+
+    tokens: tuple[str, ...]
+    scores: np.ndarray
+    h: int
+    head: int
+
+
+def zhonghe_alibi_example() -> BiasedRowExample:
+    """永和路's scaled scores over 中和 有 一個 永和路 (:func:`zhonghe_vectors_example`'s head,
+    read as a decoder: [1.5, 0, 0, 2.5]) with ALiBi's first head of 8, slope 1/2: the
+    long-context chapter's row by hand."""
+    ex = zhonghe_vectors_example()
+    W_Q, W_K, _, b_Q, b_K, _ = ex.head
+    Q = ex.X @ W_Q + (0.0 if b_Q is None else b_Q)  # (n, d_k)
+    K = ex.X @ W_K + (0.0 if b_K is None else b_K)  # (n, d_k)
+    return BiasedRowExample(tokens=ex.tokens, scores=(Q @ K.T)[-1] / np.sqrt(Q.shape[1]), h=8, head=1)

@@ -11,7 +11,7 @@ import numpy as np
 
 from qkv.blockwise import online_softmax
 
-from ..slips import Slip
+from ..slips import BITS_NOT_BYTES, GB_NOT_GIB, MIB_NOT_GIB, Slip  # the units are shared with ps13
 
 
 RESCALE_FORGOTTEN = Slip(
@@ -81,24 +81,9 @@ BYTES_FORGOTTEN = Slip(
     "that is how many numbers there are; each takes 2 bytes in float16, 4 in float32 and 8 in float64.",
 )
 
-BITS_NOT_BYTES = Slip(
-    "bits_not_bytes",
-    "that counts bits: a float32 takes 32 bits, which is 4 bytes (8 bits to a byte).",
-)
-
 WRONG_BYTES_PER_NUMBER = Slip(
     "wrong_bytes_per_number",
     "check the bytes per number: float16 takes 2 bytes, float32 4 and float64 8.",
-)
-
-GB_NOT_GIB = Slip(
-    "gb_not_gib",
-    "a GiB is 2^30 = 1,073,741,824 bytes, not 10^9.",
-)
-
-MIB_NOT_GIB = Slip(
-    "mib_not_gib",
-    "that is in MiB (2^20 bytes); a GiB is 2^30 bytes, 1024 MiB.",
 )
 
 GROWTH_LINEAR = Slip(

@@ -14,6 +14,7 @@ depends on nothing but the example's name and the variant (:class:`VariantDraw`)
 - :mod:`qkv_exercises.variants.vit_guide`: seed 002, the ViT guide.
 - :mod:`qkv_exercises.variants.position_encoding`: the position chapter's encoding.
 - :mod:`qkv_exercises.variants.trained_model`: a head of the trained model.
+- :mod:`qkv_exercises.variants.inference`: a model's key-value cache, a sliding window.
 
 Each function is named as the example it varies: ``delivery_example(variant)`` here is variant
 ``variant`` of :func:`qkv.examples.delivery_example`. Called by the problem sets'
@@ -28,8 +29,10 @@ from .delivery import (
     delivery_block_row_example,
     delivery_example,
     delivery_translation_example,
+    grouped_delivery_example,
 )
 from .draw import APART_FROM_SEED, VariantDraw, apart_from_seed
+from .inference import kv_cache_example, sliding_window_example
 from .position_encoding import position_encoding_example
 from .trained_model import compensation_head_example
 from .vit_guide import (
@@ -39,7 +42,7 @@ from .vit_guide import (
     q1_example,
     softmax_saturation_example,
 )
-from .zhonghe import zhonghe_reordered_example, zhonghe_vectors_example
+from .zhonghe import zhonghe_alibi_example, zhonghe_reordered_example, zhonghe_vectors_example
 
 __all__ = [
     "VariantDraw",
@@ -49,8 +52,10 @@ __all__ = [
     "causal_delivery_example",
     "delivery_translation_example",
     "delivery_block_row_example",
+    "grouped_delivery_example",
     "zhonghe_vectors_example",
     "zhonghe_reordered_example",
+    "zhonghe_alibi_example",
     "q1_example",
     "softmax_saturation_example",
     "online_softmax_example",
@@ -58,4 +63,6 @@ __all__ = [
     "kernel_lookup_example",
     "position_encoding_example",
     "compensation_head_example",
+    "kv_cache_example",
+    "sliding_window_example",
 ]

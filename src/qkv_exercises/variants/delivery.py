@@ -21,7 +21,13 @@ import numpy as np
 
 from qkv import examples
 from qkv.attention import softmax
-from qkv.examples import BlockRowExample, CrossAttentionExample, MultiHeadExample, SelfAttentionExample
+from qkv.examples import (
+    BlockRowExample,
+    CrossAttentionExample,
+    GroupedHeadsExample,
+    MultiHeadExample,
+    SelfAttentionExample,
+)
 from qkv.examples.delivery import COMPENSATION, LATE, ROOT_HALF
 from qkv.multihead import Head
 
@@ -384,3 +390,68 @@ def _block_row_workable(example: BlockRowExample) -> bool:
 def _block_row_variant(variant: int) -> BlockRowExample:
     return VariantDraw("delivery_block_row", variant).until(_block_row_candidate, _block_row_workable,
                                                             "block row")
+
+
+GROUPINGS = ((4, 2), (6, 2), (6, 3), (8, 2), (8, 4))  # (h, g) with 1 < g < h
+DISTINCT = 0.03  # another reading of the example changes an answer by more than this
+
+
+def grouped_delivery_example(variant: int) -> GroupedHeadsExample:
+    """Variant ``variant`` of :func:`qkv.examples.grouped_delivery_example`: 補償's query in ``h``
+    query heads over the keys and values of 外送 晚到 補償 in ``g`` key/value heads.
+
+    Other variants: ``(h, g)`` is one of :data:`GROUPINGS`; the queries are whole numbers from -1
+    to 1, the keys multiples of 0.707107 from -1.414214 to 1.414214 (so that the scaled scores come
+    out in halves, as seed 000's do), the values whole numbers from 0 to 2; no key/value head has
+    two equal keys. The query head asked about reads another key/value head under ``i // (h / g)``
+    than under ``i % g``; its query is not zero, its weights lie between 0.03 and 0.9, and reading
+    the keys of key/value head ``i % g`` or ``i // g``, or leaving out the ``sqrt(d_k)``, changes
+    them by more than 0.03. Its key/value head and weights differ from the seed's.
+    """
+    if variant == 0:
+        return examples.grouped_delivery_example()
+    return VariantDraw("grouped_delivery", variant).until(_grouped_candidate, _grouped_workable, "grouped heads")
+
+
+def grouped_readings(ex: GroupedHeadsExample) -> dict[str, np.ndarray]:
+    """The asked query head's weights for 補償, read as the example means (``right``) and in the other
+    ways a variant must tell apart: the groups ``i % g`` and ``i // g``, and the unscaled scores."""
+    h, g, i = len(ex.Q), len(ex.K), ex.query_head
+    readings = {"right": (i // (h // g), True), "modulo": (i % g, True), "over_g": (i // g, True),
+                "unscaled": (i // (h // g), False)}
+    found = {}
+    for name, (group, scaled) in readings.items():
+        if group < g:
+            scores = ex.K[group] @ ex.Q[i] / (np.sqrt(ex.Q.shape[1]) if scaled else 1.0)  # (n,)
+            found[name] = softmax(scores)
+    return found
+
+
+def _grouped_candidate(draw: VariantDraw) -> GroupedHeadsExample:
+    h, g = draw.choice(GROUPINGS)
+    heads = [i for i in range(h) if i // (h // g) != i % g]
+    return GroupedHeadsExample(
+        tokens=examples.grouped_delivery_example().tokens,
+        Q=np.array(draw.integers(-1, 1, (h, 2)), dtype=float),
+        K=ROOT_HALF * np.array(draw.integers(-2, 2, (g, 3, 2)), dtype=float),
+        V=np.array(draw.integers(0, 2, (g, 3, 2)), dtype=float), query_head=draw.choice(heads))
+
+
+@functools.cache
+def _seed_grouped_answers() -> tuple[int, np.ndarray]:
+    seed = examples.grouped_delivery_example()
+    return seed.query_head // (len(seed.Q) // len(seed.K)), grouped_readings(seed)["right"]
+
+
+def _grouped_workable(ex: GroupedHeadsExample) -> bool:
+    h, g, i = len(ex.Q), len(ex.K), ex.query_head
+    if not ex.Q[i].any() or any(len({tuple(k) for k in group}) < 3 for group in ex.K):
+        return False
+    readings = grouped_readings(ex)
+    right = readings.pop("right")
+    if right.min() < 0.03 or right.max() > 0.9:
+        return False
+    if any(np.abs(other - right).max() <= DISTINCT for other in readings.values()):
+        return False
+    seed_group, seed_weights = _seed_grouped_answers()
+    return i // (h // g) != seed_group and apart_from_seed(right, seed_weights)

@@ -16,9 +16,10 @@ import numpy as np
 
 from qkv import examples
 from qkv.attention import softmax
-from qkv.examples import ReorderedExample, SelfAttentionExample
+from qkv.examples import BiasedRowExample, ReorderedExample, SelfAttentionExample
 from qkv.examples.zhonghe import SEED_ORDER
 from qkv.multihead import Head
+from qkv.relative_position import alibi_slopes
 
 from .draw import VariantDraw, apart_from_seed, margins
 
@@ -96,3 +97,67 @@ def _self_attention_output(X: np.ndarray, head: Head) -> np.ndarray:
     """The output of one head on ``X`` (no biases), in plain numpy."""
     Q, K, V = X @ head.W_Q, X @ head.W_K, X @ head.W_V
     return softmax(Q @ K.T / np.sqrt(Q.shape[1]), axis=-1) @ V
+
+
+# (h, head) of every ALiBi head whose slope is at least 1/16 (head counted from 1); with h = 6 and 12,
+# some heads lie past the largest power of two below h, where the paper's rule for other h applies
+ALIBI_HEADS = tuple((h, k) for h in (4, 6, 8, 12, 16) for k in range(1, h + 1) if alibi_slopes(h)[k - 1] >= 0.0625)
+DISTINCT = 0.03  # another reading of the example changes an answer by more than this
+
+
+def zhonghe_alibi_example(variant: int) -> BiasedRowExample:
+    """Variant ``variant`` of :func:`qkv.examples.zhonghe_alibi_example`: 永和路's scaled scores and
+    one ALiBi head.
+
+    Other variants: the four scores are multiples of 0.5 from -1 to 3, and ``(h, head)`` is one of
+    :data:`ALIBI_HEADS`. The biased row's weights lie between 0.02 and 0.9 and differ by more than
+    0.03 from the unbiased ones; adding the bias instead of subtracting it, measuring the distance
+    from the first token, or taking the slope as ``2^(-8k/h)`` (or, for ``h`` a power of two, with
+    ``k`` counted from 0) changes the slope, the biased row or the weights, where it changes them at
+    all, by more than 0.03. The slope, the biased row and the weights differ from the seed's.
+    """
+    if variant == 0:
+        return examples.zhonghe_alibi_example()
+    return VariantDraw("zhonghe_alibi", variant).until(_alibi_candidate, _alibi_workable, "ALiBi row")
+
+
+def alibi_readings(ex: BiasedRowExample) -> dict[str, dict[str, np.ndarray]]:
+    """The slope, biased row and weights of ``ex`` as ALiBi means them (``right``), and read in the
+    other ways a variant must tell apart."""
+    n = len(ex.scores)
+    slope = float(alibi_slopes(ex.h)[ex.head - 1])
+    back = np.arange(n)[::-1].astype(float)  # (n,): how far each key stands before the last query
+    rows = {"right": (slope, ex.scores - slope * back), "added": (slope, ex.scores + slope * back),
+            "from_first": (slope, ex.scores - slope * np.arange(n)), "unbiased": (slope, ex.scores)}
+    power_rule = 2.0 ** (-8.0 * ex.head / ex.h)
+    rows["power_rule"] = (power_rule, ex.scores - power_rule * back)
+    if ex.h & (ex.h - 1) == 0:
+        from_zero = 2.0 ** (-8.0 * (ex.head - 1) / ex.h)
+        rows["from_zero"] = (from_zero, ex.scores - from_zero * back)
+    return {name: {"slope": np.array(m), "biased_row": row, "weights": softmax(row)} for name, (m, row) in rows.items()}
+
+
+def _alibi_candidate(draw: VariantDraw) -> BiasedRowExample:
+    h, head = draw.choice(ALIBI_HEADS)
+    scores = np.array([draw.halves(-1, 3) for _ in range(4)])
+    return BiasedRowExample(tokens=examples.zhonghe_alibi_example().tokens, scores=scores, h=h, head=head)
+
+
+@functools.cache
+def _seed_alibi_answers() -> dict[str, np.ndarray]:
+    return alibi_readings(examples.zhonghe_alibi_example())["right"]
+
+
+def _alibi_workable(ex: BiasedRowExample) -> bool:
+    readings = alibi_readings(ex)
+    right = readings.pop("right")
+    weights = right["weights"]
+    if weights.min() < 0.02 or weights.max() > 0.9:
+        return False
+    if np.abs(readings["unbiased"]["weights"] - weights).max() <= DISTINCT:
+        return False
+    for other in readings.values():
+        for name, value in other.items():
+            if 1e-12 < np.abs(value - right[name]).max() <= DISTINCT:
+                return False
+    return all(apart_from_seed(value, _seed_alibi_answers()[name]) for name, value in right.items())

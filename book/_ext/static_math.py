@@ -1,0 +1,275 @@
+"""Sphinx extension: every formula is typeset when the site is built, and no page loads MathJax.
+
+Sphinx's HTML math renderer ``mathjax`` writes TeX into the pages for MathJax to typeset in the
+reader's browser, which made every chapter wait for it. This extension is the renderer
+``static_math`` instead: each formula (``$...$`` and ``{math}`` roles, ``$$...$$`` and ``{math}``
+blocks, amsmath environments, notebook outputs in ``text/latex``) is typeset while its page is
+written, by MathJax 3.2.2 in node (``static_math.js``; MathJax from the pip package
+django-static-mathjax, node from Debian's ``nodejs``). A page carries MathJax's CommonHTML output
+and, for screen readers, its MathML with the TeX kept as an annotation.
+
+The TeX MathJax reads is the TeX it read in the browser: display math is wrapped as
+``sphinx.ext.mathjax`` wraps it (blocks split at blank lines, ``split`` around a line break),
+amsmath blocks as myst-parser's amsmath override does, and labelled equations get Sphinx's
+number and link beside the formula, exactly as before.
+
+When the build finishes, ``_static/mathjax/`` gets what the pages need, and nothing else of
+MathJax: ``chtml.css``, the stylesheet of MathJax's CommonHTML output for the characters that the
+pages draw (one file for every page, the search page's summaries included, which show the pages'
+own formulas; see ``_static/search-math.js``) and ``fonts/``, MathJax's woff fonts, which a browser
+fetches only when a page uses them.
+
+A formula MathJax cannot typeset (an undefined control sequence, a missing brace) is a warning
+that names its page and line; ``make site`` turns warnings into errors.
+
+Each Sphinx process starts one node process at the first formula it writes and sends it one
+formula at a time over a pipe. Sphinx writes pages in forked processes, so a process never uses
+the node process of the one it was forked from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.errors import ExtensionError
+from sphinx.locale import _
+from sphinx.util import logging
+from sphinx.util.math import get_node_equation_number
+
+import mathjax  # from django-static-mathjax
+
+RENDERER = "static_math"
+MATHJAX_ES5 = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
+MATHJAX_FONTS = MATHJAX_ES5 / "output" / "chtml" / "fonts" / "woff-v2"
+TYPESETTER = Path(__file__).with_name("static_math.js")
+STYLESHEET = "mathjax/chtml.css"  # under _static/; its fonts in mathjax/fonts/
+NODE_MISSING = (
+    "the site's math is typeset when it is built, by MathJax in node, and `node` is not on PATH: "
+    "run `make node` (as root it installs Debian's nodejs) or `sudo apt-get install nodejs`"
+)
+
+# What MathJax in the browser measures, the stylesheet computes (appended to MathJax's own):
+# - matchFontHeight: MathJax draws a formula so that its x-height is the x-height of the text
+#   around it. In a font-size, 1ex is the x-height of the text around, and 0.442 em the x-height
+#   of MathJax's TeX fonts: the same scale, for whatever fonts the reader's browser has.
+# - text in the page's fonts (Chinese in \text{外送}) is drawn at the size of the text around,
+#   times the size of its script (static_math.js writes that as --qkv-text-scale), with the
+#   padding MathJax gives it, 0.75 em and 0.2 em of the math around it. Registered properties
+#   carry those sizes into the formula as lengths.
+MATCH_THE_TEXT_AROUND = """
+/* As MathJax's matchFontHeight: a formula's x-height is the x-height of the text around it. */
+mjx-container[jax="CHTML"] {
+  font-size: calc(1ex / 0.442);
+}
+
+/* Text in the page's fonts inside a formula: the size of the text around, times its script's size. */
+@property --qkv-text-size {
+  syntax: "<length>";
+  inherits: true;
+  initial-value: 16px;
+}
+@property --qkv-math-em {
+  syntax: "<length>";
+  inherits: true;
+  initial-value: 16px;
+}
+.math {
+  --qkv-text-size: 1em;
+}
+mjx-mi, mjx-mo, mjx-mn, mjx-ms, mjx-mtext {
+  --qkv-math-em: 1em;
+}
+mjx-utext {
+  font-size: calc(var(--qkv-text-size) * var(--qkv-text-scale, 1));
+  padding: calc(0.75 * var(--qkv-math-em)) 0 calc(0.2 * var(--qkv-math-em)) 0;
+}
+"""
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class Typeset:
+    """One formula as MathJax typeset it: its HTML and what MathJax could not typeset in it."""
+
+    html: str
+    errors: tuple[str, ...]
+
+
+class MathJaxProcess:
+    """MathJax in a node process (``static_math.js``), answering one request per line over a pipe."""
+
+    def __init__(self, tex_options: dict):
+        node = shutil.which("node")
+        if node is None:
+            raise ExtensionError(NODE_MISSING)
+        self.pid = os.getpid()
+        self._typeset: dict[tuple[str, bool], Typeset] = {}
+        self._process = subprocess.Popen(
+            [node, str(TYPESETTER), str(MATHJAX_ES5), json.dumps(tex_options)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+        )
+        self._answer()  # {"ready": version} once MathJax has loaded
+
+    def _answer(self) -> dict:
+        line = self._process.stdout.readline()
+        if not line:
+            self._process.wait()
+            raise ExtensionError(
+                f"MathJax in node stopped (exit status {self._process.returncode}): "
+                f"{self._process.stderr.read().strip()[-2000:]}"
+            )
+        return json.loads(line)
+
+    def _ask(self, request: dict) -> dict:
+        self._process.stdin.write(json.dumps(request) + "\n")
+        self._process.stdin.flush()
+        return self._answer()
+
+    def typeset(self, tex: str, display: bool) -> Typeset:
+        """``tex`` as CommonHTML with its assistive MathML; each formula is asked for once."""
+        key = (tex, display)
+        if key not in self._typeset:
+            answer = self._ask({"tex": tex, "display": display})
+            self._typeset[key] = Typeset(answer["html"], tuple(answer["errors"]))
+        return self._typeset[key]
+
+    def stylesheet(self) -> str:
+        """The CSS of MathJax's CommonHTML output, for every character of its TeX fonts."""
+        return self._ask({"stylesheet": True})["css"]
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            self._process.stdin.close()
+            self._process.wait(timeout=30)
+
+
+_process: MathJaxProcess | None = None
+
+
+def mathjax_process(app) -> MathJaxProcess:
+    """This Sphinx process's MathJax, started on first use (a forked process starts its own)."""
+    global _process
+    if _process is None or _process.pid != os.getpid():
+        mathjax3_config = getattr(app.config, "mathjax3_config", None) or {}
+        _process = MathJaxProcess(mathjax3_config.get("tex", {}))
+    return _process
+
+
+def typeset(translator, node: nodes.Element, tex: str, display: bool) -> str:
+    """The HTML of one formula; what MathJax could not typeset is a warning at the formula's line."""
+    result = mathjax_process(translator.builder.app).typeset(tex, display)
+    for error in result.errors:
+        logger.warning(f"MathJax cannot typeset {tex!r}: {error}", location=node)
+    return result.html
+
+
+def display_tex(node: nodes.math_block) -> str:
+    """The TeX of a display formula as Sphinx's MathJax renderer hands it to MathJax, without ``\\[ \\]``.
+
+    Paragraphs (parts between blank lines) become the lines of one ``aligned`` block, and a part
+    with a line break ``\\\\`` is a ``split``; amsmath blocks and ``nowrap`` ones are left as written.
+    """
+    text = node.astext()
+    if node["nowrap"] or "amsmath" in node.get("classes", []):
+        return text
+    parts = [part for part in text.split("\n\n") if part.strip()]
+    body = r"\\".join(rf"\begin{{split}}{part}\end{{split}}" if r"\\" in part else part for part in parts)
+    if len(parts) > 1:
+        body = rf" \begin{{align}}\begin{{aligned}}{body}\end{{aligned}}\end{{align}} "
+    return body
+
+
+def visit_math(self, node: nodes.math) -> None:
+    self.body.append(self.starttag(node, "span", "", CLASS="math notranslate nohighlight"))
+    self.body.append(typeset(self, node, node.astext(), display=False))
+    self.body.append("</span>")
+    raise nodes.SkipNode
+
+
+def visit_displaymath(self, node: nodes.math_block) -> None:
+    amsmath = "amsmath" in node.get("classes", [])
+    self.body.append(self.starttag(node, "div", CLASS="math notranslate nohighlight" + (" amsmath" if amsmath else "")))
+    if node["number"] and (amsmath or not node["nowrap"]):
+        # Sphinx numbers the labelled equations, beside the formula (MathJax numbers none).
+        self.body.append(f'<span class="eqno">({get_node_equation_number(self, node)})')
+        self.add_permalink_ref(node, _("Permalink to this equation") if amsmath else _("Link to this equation"))
+        self.body.append("</span>")
+    self.body.append(typeset(self, node, display_tex(node), display=True))
+    self.body.append("</div>\n")
+    raise nodes.SkipNode
+
+
+def use_static_math(app, config) -> None:
+    config.html_math_renderer = RENDERER
+
+
+# A character's rules name it by its code point: mjx-c.mjx-c1D456.TEX-I::before { content: ... }
+CHARACTER = re.compile(r"\bmjx-c([0-9A-F]+)\b")
+
+
+def used_characters(app) -> set[str]:
+    """The code points (``1D456``) of every character that a page of this build draws in MathJax's fonts."""
+    used: set[str] = set()
+    for docname in app.env.found_docs:
+        page = Path(app.outdir) / app.builder.get_target_uri(docname)
+        if page.suffix == ".html" and page.is_file():
+            used.update(CHARACTER.findall(page.read_text(encoding="utf-8")))
+    return used
+
+
+def only_used_characters(css: str, used: set[str]) -> str:
+    """MathJax's stylesheet without the rules of characters that no page draws (2,300 of them, most)."""
+    kept = []
+    for rule in css.split("\n}\n"):
+        selectors = rule.split("{", 1)[0].split(",")
+        characters = [CHARACTER.findall(selector) for selector in selectors]
+        if all(found and not set(found) <= used for found in characters):
+            continue
+        kept.append(rule)
+    return "\n}\n".join(kept)
+
+
+def write_stylesheet_and_fonts(app, exception) -> None:
+    """``_static/mathjax/chtml.css`` and ``_static/mathjax/fonts/``, once every page is written.
+
+    The stylesheet has the rules of MathJax's CommonHTML output for the characters the pages
+    draw; a search result shows a formula of a page, so it needs no other.
+    """
+    if exception is not None or app.builder.format != "html":
+        return
+    target = Path(app.outdir) / "_static" / STYLESHEET
+    target.parent.mkdir(parents=True, exist_ok=True)
+    css = only_used_characters(mathjax_process(app).stylesheet(), used_characters(app)) + MATCH_THE_TEXT_AROUND
+    if not target.is_file() or target.read_text(encoding="utf-8") != css:
+        target.write_text(css, encoding="utf-8")
+    fonts = target.parent / "fonts"
+    fonts.mkdir(exist_ok=True)
+    for font in MATHJAX_FONTS.glob("*.woff"):
+        if not (fonts / font.name).is_file():
+            shutil.copyfile(font, fonts / font.name)
+
+
+def typeset_search_results(app, pagename, templatename, context, doctree) -> None:
+    if pagename == "search":
+        app.add_js_file("search-math.js")
+
+
+def setup(app):
+    app.add_html_math_renderer(RENDERER, (visit_math, None), (visit_displaymath, None))
+    app.connect("config-inited", use_static_math)
+    app.connect("build-finished", write_stylesheet_and_fonts)
+    app.add_css_file(STYLESHEET)
+    app.connect("html-page-context", typeset_search_results)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
