@@ -143,7 +143,8 @@ def test_no_figure_is_shown_as_text(built_site):
 
 def test_no_page_shows_a_number_as_a_numpy_repr(built_site):
     """An {eval} of a numpy scalar shows np.int64(512) where the prose means 512; no page has one."""
-    shown = {page: re.findall(r".{0,30}np\.(?:int|float)\d+\(.{0,10}", page_text(built_site / f"{page}.html"))
+    repr_of_a_number = r".{0,30}np\.(?:int|float)\d+\(-?[\d.]+(?:e[-+]?\d+)?\)"  # np.int64(512), not np.float32(x)
+    shown = {page: re.findall(repr_of_a_number, page_text(built_site / f"{page}.html"))
              for page in toc_docnames(ROOT / "_toc.yml")}
     assert not any(shown.values()), f"numpy reprs in the prose: { {p: s for p, s in shown.items() if s} }"
 
