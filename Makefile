@@ -6,9 +6,11 @@
 #   make grade SUBMISSIONS=path [PS=ps1_qkv]
 #                                     instructors: grade a folder submitted/<student>/<ps>/ or an LMS zip,
 #                                     write feedback HTML and exercises/grades.csv
-# Only Python 3.11 and make are assumed; everything else is installed from requirements.txt
-# (and Debian's nodejs to typeset the site's math, Chromium for the browser test and bubblewrap for
-# the grading sandbox, with apt-get when run as root).
+#   make lock   after editing requirements.in: resolve it again into requirements.txt, the lock
+# Only Python 3.11 and make are assumed; everything else is installed from requirements.txt, the lock:
+# every package at the version and hash it names (and Debian's nodejs to typeset the site's math,
+# Chromium for the browser test and bubblewrap for the grading sandbox, with apt-get when run as
+# root).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -22,7 +24,7 @@ QKV_BUILT = $(BUILD_DIR)/.qkv-built
 JOBS := $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1) )))
 PYTEST_ARGS ?=
 
-.PHONY: site test venv node browser sandbox clean release grade translations
+.PHONY: site test venv lock node browser sandbox clean release grade translations
 
 SPHINX = PYTHONPATH=$(CURDIR)/book/_ext$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/sphinx-build
 # Both editions, English at $(BUILD_DIR)/html and 繁體中文 at $(BUILD_DIR)/html/zh-TW, from the same
@@ -41,14 +43,17 @@ site: $(INSTALLED) node conf.py
 
 # Translators: bring every catalogue in step with the sources (locales/README.md). The prose of
 # every page (Sphinx's gettext builder, which runs the chapters), the theme's and the extensions'
-# words, and what the chapter kernels draw and print; sphinx-intl then updates each .po, marking
+# words, what the chapter kernels draw and print, what the problem sets' checks say, and the
+# problem sets' markdown; sphinx-intl then updates each .po, marking
 # a changed message fuzzy. A fixed SOURCE_DATE_EPOCH (2026-01-01) keeps unchanged catalogues unchanged.
 translations: $(INSTALLED) conf.py
-	rm -rf $(BUILD_DIR)/gettext $(BUILD_DIR)/gettext-kernel
+	rm -rf $(BUILD_DIR)/gettext $(BUILD_DIR)/gettext-kernel $(BUILD_DIR)/gettext-exercises
 	SOURCE_DATE_EPOCH=1767225600 $(SPHINX) -b gettext -j $(JOBS) -W --keep-going -d $(BUILD_DIR)/.doctrees-gettext . $(BUILD_DIR)/gettext
-	$(BIN)/python locales/extract_messages.py $(BUILD_DIR)/gettext $(BUILD_DIR)/gettext-kernel
+	$(BIN)/python locales/extract_messages.py $(BUILD_DIR)/gettext $(BUILD_DIR)/gettext-kernel $(BUILD_DIR)/gettext-exercises
 	$(BIN)/sphinx-intl update -p $(BUILD_DIR)/gettext -d locales -l zh_TW -w 0 --no-obsolete
 	$(BIN)/sphinx-intl update -p $(BUILD_DIR)/gettext-kernel -d src/qkv_book/locales -l zh_TW -w 0 --no-obsolete
+	$(BIN)/sphinx-intl update -p $(BUILD_DIR)/gettext-exercises/messages -d src/qkv_exercises/locales -l zh_TW -w 0 --no-obsolete
+	$(BIN)/sphinx-intl update -p $(BUILD_DIR)/gettext-exercises/notebooks -d exercises/locales -l zh_TW -w 0 --no-obsolete
 
 # Sphinx's configuration, made from _config.yml (edit that; conf.py is generated and not in git).
 conf.py: _config.yml _toc.yml $(INSTALLED)
@@ -59,14 +64,34 @@ test: $(INSTALLED) node browser sandbox
 
 venv: $(INSTALLED)
 
+# The lock in pip's hash-checking mode: every package at its version, each file checked against its
+# hash, nothing resolved anew (pip stops if the lock misses a dependency). First the locked pip alone
+# (its own lines of the lock), so that the rest is installed by it rather than by the venv's older
+# one. pip-sync then removes what the lock no longer names. The course package itself last,
+# editable (hash-checking mode takes no editable install), built by the locked setuptools instead of
+# a freely resolved one.
 $(INSTALLED): requirements.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found; run: make PYTHON=/path/to/python3.11"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --upgrade pip
-	$(BIN)/python -m pip install -r requirements.txt
+	awk '/^[^ #]/ { pip = /^pip==/ } pip' requirements.txt > $(VENV)/pip-lock.txt
+	$(BIN)/python -m pip install --require-hashes --no-deps -r $(VENV)/pip-lock.txt
+	$(BIN)/python -m pip install --require-hashes -r requirements.txt
+	$(BIN)/pip-sync --quiet requirements.txt
+	$(BIN)/python -m pip install --no-deps --no-build-isolation -e .
 	@# Build matplotlib's font cache now, not in the middle of the first book build.
 	$(BIN)/python -c "import matplotlib.font_manager"
 	@touch $@
+
+# requirements.in (the top-level pins, by hand) and pyproject.toml's dependencies -> requirements.txt.
+# Versions already in the lock stay; a package added to requirements.in is resolved and locked with
+# all it brings. To move a package that requirements.in does not pin:
+# make lock LOCK_ARGS="--upgrade-package NAME" (or --upgrade for all). The options keep this
+# machine's package folders out of the file.
+LOCK_ARGS ?=
+lock: $(INSTALLED)
+	CUSTOM_COMPILE_COMMAND="make lock" $(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe \
+		--strip-extras --no-emit-index-url --no-emit-find-links --output-file requirements.txt \
+		$(LOCK_ARGS) requirements.in pyproject.toml
 
 # The site's math is typeset when it is built, by MathJax (from requirements.txt) in Debian's node.
 node:

@@ -1,9 +1,10 @@
 """Write the message templates (``.pot``) that Sphinx's gettext builder does not write.
 
-    python locales/extract_messages.py SITE_DIR KERNEL_DIR     # `make translations` runs this
+    python locales/extract_messages.py SITE_DIR KERNEL_DIR EXERCISES_DIR   # `make translations` runs this
 
-``sphinx-build -b gettext`` extracts every page's prose into ``SITE_DIR/book/<page>.pot``. Three
-more catalogues speak to a reader of the site, and this script extracts them with Babel:
+``sphinx-build -b gettext`` extracts every page's prose into ``SITE_DIR/book/<page>.pot``. The
+other catalogues speak to a reader of the site or to a student, and this script extracts them
+with Babel:
 
 - ``SITE_DIR/sphinx.pot``: the theme's words. pydata-sphinx-theme's own template
   (``pydata_sphinx_theme/locale/sphinx.pot``, whose only Chinese catalogue is Simplified) and
@@ -12,7 +13,14 @@ more catalogues speak to a reader of the site, and this script extracts them wit
   ``_()``), and the site's title and author from ``_config.yml``;
 - ``KERNEL_DIR/qkv_book.pot``: what the chapter kernels show in words: every ``_()`` and
   ``ngettext()`` in ``src/qkv_book/`` and in the code cells of the chapters (``book/*.md``).
-  Its catalogues ship in the course package, ``src/qkv_book/locales/``.
+  Its catalogues ship in the course package, ``src/qkv_book/locales/``;
+- ``EXERCISES_DIR/messages/qkv_exercises.pot``: what the problem sets' checks say to a student
+  (every ``_()``, ``N_()`` and ``ngettext()`` in ``src/qkv_exercises/``, a slip's advice and an
+  option's text included) and the words of the feedback pages (``src/qkv_grading/feedback.py``).
+  Its catalogues ship in the course package too, ``src/qkv_exercises/locales/``;
+- ``EXERCISES_DIR/notebooks/<problem set>.pot``: the markdown of each problem set's source
+  notebook, block by block (:func:`qkv_grading.translation.markdown_messages`). Its catalogues
+  live in the course folder, ``exercises/locales/``, where the release and the grader read them.
 
 The templates carry a fixed creation date (as ``make translations`` gives Sphinx's), so that
 updating unchanged catalogues changes nothing in them. Prints what it wrote; the catalogues
@@ -35,18 +43,20 @@ from babel.messages.pofile import read_po, write_po
 ROOT = Path(__file__).resolve().parents[1]
 FIXED_DATE = datetime(2026, 1, 1, tzinfo=timezone.utc)  # as SOURCE_DATE_EPOCH=1767225600 gives Sphinx
 KEYWORDS = {"_": None, "N_": None, "gettext": None, "ngettext": (1, 2)}
+# qkv_exercises: a slip's advice (the second argument of Slip) is a message too
+EXERCISE_KEYWORDS = {**KEYWORDS, "Slip": (2,)}
 
 
 def new_catalogue(project: str) -> Catalog:
     return Catalog(project=project, creation_date=FIXED_DATE, revision_date=FIXED_DATE, fuzzy=False)
 
 
-def add_python(catalogue: Catalog, path: Path, source: str | None = None) -> None:
+def add_python(catalogue: Catalog, path: Path, source: str | None = None, keywords: dict = KEYWORDS) -> None:
     """Add the ``_()``/``ngettext()`` messages of a Python file (or of ``source``, code read from ``path``)."""
     if source is None:
-        found = extract_from_file("python", str(path), keywords=KEYWORDS)
+        found = extract_from_file("python", str(path), keywords=keywords)
     else:
-        found = extract("python", io.BytesIO(source.encode("utf-8")), keywords=KEYWORDS)
+        found = extract("python", io.BytesIO(source.encode("utf-8")), keywords=keywords)
     for _line, message, _comments, _context in found:
         catalogue.add(message)
 
@@ -91,6 +101,31 @@ def kernel_catalogue() -> Catalog:
     return catalogue
 
 
+def exercises_catalogue() -> Catalog:
+    catalogue = new_catalogue("Attention by Hand: the problem sets' checks and feedback")
+    for path in sorted((ROOT / "src" / "qkv_exercises").rglob("*.py")) + [ROOT / "src" / "qkv_grading" / "feedback.py"]:
+        add_python(catalogue, path, keywords=EXERCISE_KEYWORDS)
+    return catalogue
+
+
+def problem_set_catalogues() -> dict[str, Catalog]:
+    """One template per problem set of the course: its notebook's markdown, block by block."""
+    import json
+
+    from qkv_grading.pipeline import Course
+    from qkv_grading.translation import markdown_messages
+
+    course = Course(ROOT / "exercises")
+    found = {}
+    for name in course.problem_sets():
+        catalogue = new_catalogue(f"Attention by Hand: {name}")
+        for path in sorted((course.root / "source" / name).glob("*.ipynb")):
+            for message in markdown_messages(json.loads(path.read_text(encoding="utf-8"))):
+                catalogue.add(message)
+        found[name] = catalogue
+    return found
+
+
 def write(catalogue: Catalog, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("wb") as out:
@@ -102,10 +137,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("site_dir", type=Path, help="the gettext build's folder: sphinx.pot, course.pot")
     parser.add_argument("kernel_dir", type=Path, help="the folder for qkv_book.pot")
+    parser.add_argument("exercises_dir", type=Path,
+                        help="the folder for messages/qkv_exercises.pot and notebooks/<problem set>.pot")
     args = parser.parse_args()
     write(theme_catalogue(), args.site_dir / "sphinx.pot")
     write(course_catalogue(), args.site_dir / "course.pot")
     write(kernel_catalogue(), args.kernel_dir / "qkv_book.pot")
+    write(exercises_catalogue(), args.exercises_dir / "messages" / "qkv_exercises.pot")
+    for name, catalogue in problem_set_catalogues().items():
+        write(catalogue, args.exercises_dir / "notebooks" / f"{name}.pot")
     return 0
 
 

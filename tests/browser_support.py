@@ -37,6 +37,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 import yaml
 
 CHROMIUM = "/usr/bin/chromium"
@@ -161,6 +162,18 @@ def jupyter(subcommand: str, root: Path, home: Path, *options: str, env: dict | 
 def launch_chromium(playwright, **options):
     """Debian's Chromium, headless, with the flags that work on this kind of machine."""
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, **options)
+
+
+def chromium_for_a_module():
+    """A module fixture's body: Debian's Chromium for the module's tests, closed after them."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: run `make browser`")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as driver:
+        browser = launch_chromium(driver)
+        yield browser
+        browser.close()
 
 
 def page_url(base: str, docname: str) -> str:
@@ -409,6 +422,7 @@ class PageVisit:
     problems_before_checks: list[str] = dataclasses.field(default_factory=list)
     layout: dict = dataclasses.field(default_factory=dict)
     figures: dict = dataclasses.field(default_factory=dict)
+    chrome: dict = dataclasses.field(default_factory=dict)
 
 
 def new_page(browser, recorder: Recorder, **context_options):
@@ -442,6 +456,7 @@ def visit(browser, base: str, docname: str, screenshot_dir: Path | None) -> Page
         if screenshot_dir is not None:
             result.screenshot = screenshot_dir / (docname.replace("/", "__") + ".png")
             page.screenshot(path=str(result.screenshot), full_page=True)
+        result.chrome = page.evaluate(CHROME)  # after the screenshot: it may scroll the sidebar
         # Last, because it rewraps the page's text in probe spans.
         result.cjk = probe_cjk_fonts(context, page)
         page.wait_for_load_state("networkidle")  # late requests (fonts, the favicon) are recorded too
@@ -602,6 +617,40 @@ def visit_phone(browser, base: str, docname: str, screenshot_dir: Path | None) -
         return result
     finally:
         context.close()
+
+
+# The theme's own chrome at the top of the page: every search field a reader can see (the fields and
+# the buttons drawn as fields, not the magnifier icon), and the sidebar's site title, with whatever
+# is drawn over it at three points along its middle (null where the title itself is on top). The
+# theme scrolls the sidebar to the page's own entry, which can take the title out of view: it is
+# scrolled back first, as a reader would, so that only what is drawn over it counts.
+CHROME = """() => {
+  const seen = (el) => {
+    const box = el.getBoundingClientRect();
+    return box.width > 0 && box.height > 0 && box.right > 0 && box.left < window.innerWidth
+      && el.checkVisibility({visibilityProperty: true, opacityProperty: true});
+  };
+  const describe = (el) => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '')
+    + [...el.classList].slice(0, 3).map((c) => '.' + c).join('');
+  const where = (el) => {
+    const parts = [];
+    for (let e = el.parentElement; e && e !== document.body && parts.length < 3; e = e.parentElement) parts.unshift(describe(e));
+    return parts.join(' > ');
+  };
+  const fields = [...document.querySelectorAll('input[type="search"], input[name="q"], .search-button-field')]
+    .filter(seen).map((el) => ({what: describe(el), where: where(el), top: Math.round(el.getBoundingClientRect().top)}));
+  const title = document.querySelector('.navbar-brand .logo__title') || document.querySelector('.navbar-brand');
+  if (!title || !seen(title)) return {searchFields: fields, title: null, coveredBy: []};
+  title.scrollIntoView({block: 'nearest', inline: 'nearest'});
+  const box = title.getBoundingClientRect();
+  const y = box.top + box.height / 2;
+  const coveredBy = [box.left + 2, box.left + box.width / 2, box.right - 2].map((x) => {
+    const hit = document.elementFromPoint(x, y);
+    if (!hit) return 'nothing: the title is outside the window';
+    return title.contains(hit) || hit.contains(title) ? null : describe(hit);
+  });
+  return {searchFields: fields, title: title.textContent.trim(), coveredBy};
+}"""
 
 
 def open_typeset(page, base: str, docname: str, recorder: Recorder) -> PageVisit:

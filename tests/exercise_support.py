@@ -24,13 +24,14 @@ PROBLEM_SETS = sorted((p.name for p in SOURCE.iterdir() if p.is_dir()), key=prob
 
 
 def copy_course(where: Path) -> Path:
-    """A fresh course folder under ``where``: the config, the feedback template and the source
-    notebooks, nothing else."""
+    """A fresh course folder under ``where``: the config, the feedback template, the source
+    notebooks and their translations, nothing else."""
     course = Path(where) / "course"
     course.mkdir(parents=True)
     shutil.copy(COURSE / "nbgrader_config.py", course / "nbgrader_config.py")
     shutil.copytree(COURSE / "templates", course / "templates")
     shutil.copytree(SOURCE, course / "source", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    shutil.copytree(COURSE / "locales", course / "locales")  # the problem sets' translations
     return course
 
 

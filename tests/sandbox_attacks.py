@@ -2,7 +2,7 @@
 
 Each cell prints ``<attack>: <verdict>`` lines, and a line with ``HOLE`` when the attack
 worked (the word is split in the code, so that a page showing the code does not hold it): a user namespace of its own and a tmpfs mounted in it, kernel keys, writing outside
-the two bounded tmpfs folders or past their sizes, and what a sandbox leaves for the next
+the two bounded tmpfs folders or past their sizes, how many processes it may start, and what a sandbox leaves for the next
 (files, a System V shared memory segment, processes in a session of their own).
 :func:`left_behind` finds, on this machine, the processes of the sandbox that ran the
 "left behind" cell: only its own, whoever else runs on the machine under the same user.
@@ -41,6 +41,10 @@ ATTACKS = {
         "        print('writable places: HO' 'LE filled', folder)\n"
         "    except OSError as err:\n        print('writable places: full', folder, type(err).__name__)\n"
         "    os.remove(os.path.join(folder, 'fill'))"),
+    "processes": (
+        "import os, time\nforked = 0\nwhile forked < 100:\n    try:\n        pid = os.fork()\n    except OSError:\n"
+        "        break\n    if pid == 0:\n        time.sleep(2)\n        os._exit(0)\n    forked += 1\n"
+        "for _ in range(forked):\n    os.wait()\nprint('processes: forked', forked)"),
     "left behind": (
         "import os, subprocess, ctypes\nopen('/job/left-behind', 'w').write('x')\nopen('/dev/shm/left-behind', 'w')\n"
         "libc = ctypes.CDLL(None, use_errno=True)\n"

@@ -350,7 +350,7 @@ def test_reference_documents_every_public_name(built_site):
 
 
 def math_text(html_file: Path) -> str:
-    """The math of a page as MathJax will read it (the LaTeX source left in the HTML)."""
+    """The math of a page as its TeX, which each typeset formula keeps in its MathML (an annotation)."""
     return unescape(html_file.read_text(encoding="utf-8"))
 
 

@@ -8,10 +8,13 @@ and as the feedback shows them after grading (``reveal=True``).
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 import qkv
+from qkv_book.language import speaking
 from qkv_exercises import slips
 from qkv_exercises.checking import AnswerMismatch, judge_value, qkv_switched_off
 from qkv_exercises.checks import FunctionCheck, Raised
@@ -168,7 +171,7 @@ def test_hand_answers_are_accepted_within_one_hundredth_and_feedback_shows_the_e
 # ---------------------------------------------------------------- each slip is recognised
 
 
-@pytest.mark.parametrize("step, slipped, slip", [
+HEAD_SLIPS = [
     ("S", S_RAW1, slips.NO_SQRT_DK),
     ("A", row_softmax(S_RAW1), slips.NO_SQRT_DK),
     ("O", row_softmax(S_RAW1) @ V1, slips.NO_SQRT_DK),
@@ -180,10 +183,26 @@ def test_hand_answers_are_accepted_within_one_hundredth_and_feedback_shows_the_e
     ("K", K1_RAW, slips.BIAS_DROPPED),
     ("S_raw", K1 @ Q1.T, slips.SCORES_TRANSPOSED),
     ("O", A1 @ K1, slips.WEIGHTS_APPLIED_TO_K),
-])
+]
+
+
+@pytest.mark.parametrize("step, slipped, slip", HEAD_SLIPS)
 def test_head_slip_is_named(step, slipped, slip):
     message = fails(head_1(step), np.round(slipped, 2))
     assert message.endswith(f"Likely slip: {slip.advice}"), message
+
+
+@pytest.mark.parametrize("step, slipped, slip", HEAD_SLIPS[:3] + HEAD_SLIPS[-3:])
+def test_in_chinese_the_same_slip_is_named_in_chinese(step, slipped, slip):
+    """A notebook in 繁體中文 gets the same verdict, every word of it from the checks' catalogue."""
+    english = fails(head_1(step), np.round(slipped, 2))
+    with speaking("zh-TW"):
+        message = fails(head_1(step), np.round(slipped, 2))
+        advice = slip.advice
+    assert advice != slip.english and re.search(r"[\u4e00-\u9fff]", advice), advice
+    assert message.endswith(f"可能的疏失：{advice}"), message
+    assert message.splitlines()[0].split(" ")[0] == english.splitlines()[0].split(" ")[0]  # the same entry
+    assert "Likely slip" not in message and " is " not in message, message
 
 
 def test_k_instead_of_k_transposed_is_named_from_the_shape():

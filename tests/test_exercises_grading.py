@@ -7,7 +7,9 @@ Also: releasing prints every problem set; a zip downloaded from a learning platf
 by the platform's file names (ids with ``_``, resubmissions, archives inside never unpacked); ids
 that are not safe are refused and the others graded; grades.csv is valid CSV for any id; a grading
 run that is killed keeps its grades and the next run finishes; a Dask cluster of two workers over
-TLS gives the same grades as the local run, and one without TLS is refused.
+TLS gives the same grades as the local run, and one without TLS is refused. A notebook of the
+繁體中文 edition (its markdown translated, its metadata saying zh-TW) earns the same marks as the
+English one, and its feedback speaks Chinese.
 """
 
 from __future__ import annotations
@@ -19,8 +21,13 @@ import subprocess
 import sys
 import time
 import zipfile
+from pathlib import Path
 
 import pytest
+
+from qkv_book.language import speaking
+from qkv_exercises import slips
+from qkv_grading.translation import translated_notebook
 
 from .exercise_support import (
     PROBLEM_SETS,
@@ -34,6 +41,8 @@ from .exercise_support import (
     write_notebook,
 )
 from .grading_support import PS2, grading, read_grades, student_lines
+
+COURSE_ROOT = Path(__file__).resolve().parents[1] / "exercises"
 
 pytestmark = pytest.mark.slow
 
@@ -75,11 +84,15 @@ def broken_class(course) -> dict:
                                             "answer_scaled_scores_q1", Q1_SCALED),
                                 "raise RuntimeError('still trying something out')"),
         "gina": with_answer(source, "answer_output_head1", "import os\nos._exit(1)  # ends the process"),
+        # the 繁體中文 edition's notebook, solved as alice's and bob's are
+        "hana": translated_notebook(source, COURSE_ROOT, PS2, "zh-TW"),
+        "ivan": translated_notebook(with_answer(source, "answer_weights_head1", SLIP_A1), COURSE_ROOT, PS2, "zh-TW"),
     }
 
 
 FULL = points(source_notebook(PS2))  # every point of ps2; a slip costs its cell, an ended process the cells after it too
-EXPECTED = {"alice": FULL, "bob": FULL - 1, "carol": 0, "dave": FULL - 1, "erin": 2, "gina": FULL - 2}
+EXPECTED = {"alice": FULL, "bob": FULL - 1, "carol": 0, "dave": FULL - 1, "erin": 2, "gina": FULL - 2,
+            "hana": FULL, "ivan": FULL - 1}
 
 
 @pytest.fixture(scope="module")
@@ -120,15 +133,31 @@ def test_each_broken_submission_is_reported_with_its_reason(broken_batch, studen
 def test_progress_is_shown_for_every_submission(broken_batch):
     _, result, _ = broken_batch
     for student in EXPECTED:
-        assert any(re.search(rf"/6\] {PS2}  {student}\b", line) for line in result.stdout.splitlines()), result.stdout
+        assert any(re.search(rf"/{len(EXPECTED)}\] {PS2}  {student}\b", line) for line in result.stdout.splitlines()), result.stdout
 
 
 def test_feedback_is_written_for_every_graded_notebook(broken_batch):
     course, _, _ = broken_batch
-    for student in ("alice", "bob", "dave", "erin", "gina"):
+    for student in ("alice", "bob", "dave", "erin", "gina", "hana", "ivan"):
         assert (course / "feedback" / student / PS2 / f"{PS2}.html").is_file(), student
         assert (course / "autograded" / student / PS2 / f"{PS2}.ipynb").is_file(), student
     assert not (course / "feedback" / "carol" / PS2).exists()
+
+
+def test_a_chinese_notebook_gets_the_same_marks_and_its_feedback_in_chinese(broken_batch):
+    """hana and ivan hand in the zh-TW edition's notebook, solved as alice's and bob's: the same points
+    per check, and a feedback page whose words and slip speak Chinese, while bob's stays English."""
+    course, _, _ = broken_batch
+    pages = {student: (course / "feedback" / student / PS2 / f"{PS2}.html").read_text(encoding="utf-8")
+             for student in ("bob", "ivan")}
+    with speaking("zh-TW"):
+        advice = slips.NO_SQRT_DK.advice
+    assert '<html lang="zh-Hant-TW">' in pages["ivan"] and "可能的疏失" in pages["ivan"]
+    assert advice in pages["ivan"] and slips.NO_SQRT_DK.english in pages["bob"]
+    assert '<html lang="en">' in pages["bob"] and "Likely slip" in pages["bob"] and "可能的疏失" not in pages["bob"]
+    marks = {student: re.findall(r'<td class="(passed|failed)">([\d.]+ / [\d.]+)</td>', pages[student])
+             for student in pages}
+    assert marks["ivan"] == marks["bob"] and marks["bob"], marks
 
 
 def test_feedback_loads_nothing_from_another_host(broken_batch):
@@ -328,7 +357,7 @@ def test_a_killed_run_keeps_its_grades_and_the_next_run_finishes(released, tmp_p
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     done = []
     for line in process.stdout:
-        if re.search(r"\[\d/5\] ps2_scaled_dot_product  k-\w+: \d", line):
+        if re.search(r"\[\d+/\d+\] ps2_scaled_dot_product  k-\w+: \d", line):
             done.append(line.split()[2].rstrip(":"))
             if len(done) == 2:
                 process.send_signal(signal.SIGKILL)

@@ -103,7 +103,7 @@ def downloaded(built_site, tmp_path_factory) -> dict:
         if nbgrader_meta(cell).get("solution"):
             answer = re.sub(r"^ *### (BEGIN|END) SOLUTION\n?", "", cell_source(cell), flags=re.M)
             solved = with_answer(solved, nbgrader_meta(cell)["grade_id"], answer)
-    solved["cells"][1]["source"] = 'STUDENT_ID = "ab1234"\nPRACTICE = 1'
+    solved["cells"][1]["source"] = 'STUDENT_ID = "ab1234"\nPRACTICE = 1\nLANGUAGE = ""'
     paths = {}
     for name, nb in (("released", released), ("solved", solved)):
         paths[name] = folder / name / f"{PROBLEM_SET}.ipynb"

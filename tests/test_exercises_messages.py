@@ -8,7 +8,8 @@ raises, returns None, returns text or the wrong shape, slightly wrong numbers, a
 typical slip. Each message (as ``ps.check`` prints it, ``reveal=False``) is searched for
 the expected values written with 1 to 6 decimals; a number that the student's own answer
 holds (or the inputs the student was given) does not count. A wrong choice's message
-never names the right choice.
+never names the right choice. Both languages are checked: English on every variant, 繁體中文
+(the same checks speaking through their catalogue) on the seed's variant.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import re
 import numpy as np
 import pytest
 
+from qkv_book.language import speaking
 from qkv_exercises.checking import format_number, qkv_switched_off
 from qkv_exercises.checks import FunctionCheck, seed_for
 from qkv_exercises.problem_sets import get_problem_set, names
@@ -26,13 +28,21 @@ from qkv_exercises.problem_sets import get_problem_set, names
 from .notebook_support import givens_of, outcomes_of
 
 VARIANTS_PER_SET = 8  # the seed's variant and the first students'
+LANGUAGES = {"en": VARIANTS_PER_SET, "zh-TW": 1}  # a language, and how many variants are checked in it
 DECIMALS = range(1, 7)
 TOLERANCES = {"0.01", "0.05"}  # what every message may say of the tolerance
 
 
-def variants(problem_set):
+def variants(problem_set, language="en"):
     ps = get_problem_set(problem_set)
-    return [(0, ps.givens(0))] + list(givens_of(problem_set)[:VARIANTS_PER_SET - 1])
+    return ([(0, ps.givens(0))] + list(givens_of(problem_set)[:VARIANTS_PER_SET - 1]))[:LANGUAGES[language]]
+
+
+@pytest.fixture(params=list(LANGUAGES))
+def language(request):
+    """Each test of a message runs in each language the checks speak."""
+    with speaking(request.param):
+        yield request.param
 
 
 def written(values) -> set[str]:
@@ -93,9 +103,9 @@ def wrong_answers(expectation) -> list[tuple[str, object]]:
 
 
 @pytest.mark.parametrize("problem_set", names())
-def test_no_hand_answer_message_gives_the_expected_value(problem_set):
+def test_no_hand_answer_message_gives_the_expected_value(problem_set, language):
     ps = get_problem_set(problem_set)
-    for variant, givens in variants(problem_set):
+    for variant, givens in variants(problem_set, language):
         given_numbers = set().union(*(written(v) for v in givens.values() if isinstance(v, np.ndarray)))
         for check in ps.checks:
             if check.kind != "value":
@@ -111,9 +121,9 @@ def test_no_hand_answer_message_gives_the_expected_value(problem_set):
 
 
 @pytest.mark.parametrize("problem_set", names())
-def test_a_wrong_choice_never_names_the_right_one(problem_set):
+def test_a_wrong_choice_never_names_the_right_one(problem_set, language):
     ps = get_problem_set(problem_set)
-    for variant, givens in variants(problem_set):
+    for variant, givens in variants(problem_set, language):
         for check in ps.checks:
             if check.kind != "choice":
                 continue
@@ -451,10 +461,10 @@ def outcome_numbers(outcomes) -> set[str]:
 
 @pytest.mark.parametrize("problem_set", [ps for ps in names()
                                          if any(c.kind == "function" for c in get_problem_set(ps).checks)])
-def test_no_function_message_gives_the_expected_value(problem_set):
+def test_no_function_message_gives_the_expected_value(problem_set, language):
     ps = get_problem_set(problem_set)
     caught = set()
-    for variant, givens in variants(problem_set)[:2]:
+    for variant, givens in variants(problem_set, language)[:2]:
         for check in ps.checks:
             if not isinstance(check, FunctionCheck):
                 continue

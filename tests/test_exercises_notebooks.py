@@ -95,11 +95,12 @@ def test_the_notebook_opens_with_its_story_then_the_student_id_then_the_set_up(p
     assert student["metadata"] == {"tags": ["student-id"]} and "nbgrader" not in student["metadata"]
     assert re.search(r'^STUDENT_ID = ""', cell_source(student), re.M)
     assert re.search(r"^PRACTICE = 1\b", cell_source(student), re.M)
+    assert re.search(r'^LANGUAGE = ""', cell_source(student), re.M)  # "": the language of the download
     setup = cells[2]
     assert nbgrader_meta(setup) == {"schema_version": 3, "grade_id": "setup", "task": False, "grade": False,
                                     "solution": False, "locked": True}
     assert "from qkv_exercises import start\n" in cell_source(setup)
-    assert f'ps = start("{ps}", STUDENT_ID, PRACTICE)' in cell_source(setup)
+    assert f'ps = start("{ps}", STUDENT_ID, PRACTICE, LANGUAGE)' in cell_source(setup)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.parent.name)

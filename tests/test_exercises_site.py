@@ -1,7 +1,9 @@
 """The Exercises page of the built website offers every released problem set as a zip.
 
 The zips are made by the Sphinx extension ``book/_ext/problem_sets.py`` with nbgrader
-generate_assignment, in a temporary copy of the course, while the book is built.
+generate_assignment, in a temporary copy of the course, while the book is built. The 繁體中文
+edition's Exercises page offers its own zips, the same notebooks with their markdown translated,
+and the English site's wheel.
 """
 
 from __future__ import annotations
@@ -67,3 +69,29 @@ def test_the_build_leaves_the_course_folder_alone(built_site):
     for made in ("release", "gradebook.db"):
         path = COURSE / made
         assert not path.exists() or path.stat().st_mtime < (built_site / "exercises" / "manifest.json").stat().st_mtime - 1
+
+
+def test_the_zh_tw_page_offers_the_zh_tw_zips_and_the_same_wheel(built_site):
+    """The Chinese page links its own zips, whose notebooks have the English release's code cells and
+    nbgrader metadata byte for byte and say zh-TW; its install line is the English site's wheel."""
+    page = built_site / "zh-TW" / "book" / "exercises.html"
+    text = page.read_text(encoding="utf-8")
+    links = re.findall(r'href="([^"]+\.zip)"', text)
+    assert [posixpath.basename(link) for link in links] == [f"{ps}.zip" for ps in PROBLEM_SETS]
+    assert all((page.parent / link).resolve().parent == (built_site / "zh-TW" / "exercises").resolve()
+               for link in links), links
+    wheel = re.search(r"pip install ([^\s<]+\.whl)", text).group(1)
+    assert (page.parent / wheel).resolve().is_file() and (page.parent / wheel).resolve().parent == (
+        built_site / "exercises").resolve(), wheel
+    for ps in PROBLEM_SETS:
+        notebooks = []
+        for edition in (built_site, built_site / "zh-TW"):
+            with zipfile.ZipFile(edition / "exercises" / f"{ps}.zip") as archive:
+                notebooks.append(json.loads(archive.read(f"{ps}/{ps}.ipynb").decode("utf-8")))
+        english, chinese = notebooks
+        assert chinese["metadata"]["qkv_exercises"] == {"language": "zh-TW"}, ps
+        code = [[(c["source"], c["metadata"]) for c in nb["cells"] if c["cell_type"] == "code"] for nb in notebooks]
+        assert code[0] == code[1], f"{ps}: the zh-TW release's code cells differ from the English"
+        assert [c["metadata"] for c in english["cells"]] == [c["metadata"] for c in chinese["cells"]], ps
+    with zipfile.ZipFile(built_site / "zh-TW" / "exercises" / "ps1_qkv.zip") as archive:
+        assert "# 習題 1" in archive.read("ps1_qkv/ps1_qkv.ipynb").decode("utf-8")

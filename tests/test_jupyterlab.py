@@ -26,9 +26,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import sync_playwright
 
-from .browser_support import CHROMIUM, Recorder, jupyter, launch_chromium
+from .browser_support import Recorder, chromium_for_a_module, jupyter
 from .test_chapter_sources import notebook_chapters
 
 pytestmark = pytest.mark.slow
@@ -70,12 +69,7 @@ def lab(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: run `make browser`")
-    with sync_playwright() as driver:
-        chromium = launch_chromium(driver)
-        yield chromium
-        chromium.close()
+    yield from chromium_for_a_module()
 
 
 # Every cell drawn once the notebook has run: markdown cells (their rendered text, their inline

@@ -58,6 +58,27 @@ def test_a_figure_draws_its_own_words_in_the_readers_language(monkeypatch):
     assert (chinese.get_title(), chinese.get_xlabel()) == ("第 1 個頭", "鍵（被注意的 token）")
 
 
+def test_the_inference_and_training_figures_draw_their_own_words_in_the_readers_language(monkeypatch):
+    """Axis labels, legends and titles that these modules write themselves follow QKV_LANGUAGE; the
+    numbers in them are the same in both languages."""
+    import qkv
+    import qkv_book.inference_plots
+    import qkv_book.training_plots
+
+    def drawn():
+        mask = qkv.sliding_window_mask(6, 2) & qkv.causal_mask(6)
+        window = qkv_book.inference_plots.mask_grids({"": mask})
+        steps = qkv_book.training_plots.difference_error([0.1, 0.01], [1e-3, 1e-5]).axes[0]
+        bars = qkv_book.training_plots.ablation_bars(["a"], [0.5], full=0.97).axes[0]
+        return (window.axes[0].get_title().strip(), steps.get_xlabel(),
+                bars.get_legend().get_texts()[0].get_text())
+
+    english = drawn()
+    monkeypatch.setenv("QKV_LANGUAGE", "zh-TW")
+    assert english == ("11 of 36 pairs", "step $h$", "whole model: 97%")
+    assert drawn() == ("36 對中的 11 對", "步長 $h$", "完整模型：97%")
+
+
 def test_a_fuzzy_translation_is_not_used(tmp_path):
     folder = tmp_path / "locales" / "zh_TW" / "LC_MESSAGES"
     folder.mkdir(parents=True)

@@ -2,16 +2,19 @@
 
 The built site is served on 127.0.0.1 (a free port) and every page is opened in a fresh browser
 context. Any request that would leave the test server is blocked and reported. For each page the
-test checks HTTP status of the page and every asset, the console, typeset math, decoded images,
+test checks HTTP status of the page and every asset, the console, typeset math (typeset when the
+site was built: no typesetting script, MathML for assistive technology), decoded images,
 the font that actually drew the Chinese text, and the navigation (sidebar, next/previous, search).
 The Exercises page must offer each released problem set as a zip without solutions.
 
 Every page must fit a laptop (1280 px) and a phone (390 px): no code, equation or table clipped or
 scrolling sideways (on a phone, code may scroll, and so may an equation too wide at the 85 % of its
-size that it may shrink to, in its own box), and every picture has alt text and a caption.
+size that it may shrink to, in its own box), and every picture has alt text and a caption. At
+1280 px a page shows one search field, and nothing covers the sidebar's site title.
 
 A full-page screenshot of every page, at both widths, goes to ``_build/screenshots/`` for review, with the measured
-load times (navigation start to the load event and MathJax's first typesetting) in ``load-times.txt``.
+load times (navigation start to the load event, and MathJax's first typesetting on a page that
+loads MathJax) in ``load-times.txt``; bench/page_ready.py measures page ready against a plain page.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import sync_playwright
 
 from .browser_support import (
+    CHROME,
     CHROMIUM,
     FIGURES,
     LAYOUT,
@@ -661,3 +665,83 @@ def test_the_layout_and_figure_checks_can_fail(browser, site):
     assert broken["page"], "a 900 px block on a 390 px screen was not reported"
     problems = figure_problems(figures)
     assert any("no alt text" in p for p in problems) and any("not in a figure" in p for p in problems), problems
+
+
+# ---------------------------------------------------------------- the theme's chrome: one search field, the title in view
+#
+# sphinx-book-theme 1.3.0 (with pydata-sphinx-theme 0.17.1) adds a second search field in a bar across the
+# top of every page at 1280 px, above the sidebar's site title; the lock keeps the pair the site was
+# reviewed with. These checks see what a reader sees, whatever the theme's version, in both editions.
+
+EDITIONS = ["en", "zh-TW"]  # the English site at the root, the 繁體中文 one at zh-TW/
+
+
+def chrome_problems(chrome: dict) -> list[str]:
+    problems = []
+    fields = chrome["searchFields"]
+    if len(fields) != 1:
+        shown = "; ".join(f"{f['what']} in {f['where']} at {f['top']} px" for f in fields)
+        problems.append(f"{len(fields)} search fields in view, not 1: {shown or 'none'}")
+    if chrome["title"] is None:
+        problems.append("the sidebar shows no site title")
+    else:
+        covering = sorted({hit for hit in chrome["coveredBy"] if hit})
+        if covering:
+            problems.append(f"the site title {chrome['title']!r} is covered by {', '.join(covering)}")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def chinese_chrome(browser, site):
+    """The theme's chrome (``CHROME``) of each page of the 繁體中文 edition at 1280 px, each page
+    opened once (lazily) and typeset; the English pages' is in ``visits``."""
+    base = site + "zh-TW/"
+    cache = {}
+
+    def get(docname):
+        if docname not in cache:
+            recorder = Recorder(site)
+            context, page = new_page(browser, recorder)
+            try:
+                visit = open_typeset(page, base, docname, recorder)
+                assert visit.status == 200, f"zh-TW/{docname}.html answered {visit.status}"
+                cache[docname] = page.evaluate(CHROME)
+            finally:
+                context.close()
+        return cache[docname]
+
+    return get
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+@pytest.mark.parametrize("docname", PAGES)
+def test_one_search_field_and_the_site_title_uncovered_at_1280_px(visits, chinese_chrome, edition, docname):
+    chrome = visits(docname).chrome if edition == "en" else chinese_chrome(docname)
+    problems = chrome_problems(chrome)
+    assert not problems, report(f"{edition}: {docname} at 1280 px", problems)
+
+
+def test_the_search_field_and_title_checks_can_fail(browser, site):
+    """On a real page made worse on purpose: a second search field across the top, and a bar over the
+    site title, are both reported."""
+    recorder = Recorder(site)
+    context, page = new_page(browser, recorder)
+    try:
+        open_typeset(page, site, "book/qkv_roles", recorder)
+        clean = page.evaluate(CHROME)
+        page.evaluate("""() => {
+          const field = document.querySelector('.search-button-field');
+          const bar = document.createElement('div');
+          bar.style.cssText = 'position: fixed; top: 0; left: 0; width: 100%; height: 200px; z-index: 2000; '
+            + 'background: white';
+          bar.append(field.cloneNode(true));
+          document.body.append(bar);
+        }""")
+        broken = page.evaluate(CHROME)
+    finally:
+        context.close()
+    assert not chrome_problems(clean), chrome_problems(clean)
+    problems = chrome_problems(broken)
+    assert any("2 search fields in view" in p for p in problems), problems
+    assert any("the site title 'Attention by Hand' is covered by div" in p for p in problems), problems
+

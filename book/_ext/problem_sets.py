@@ -19,9 +19,18 @@ written next to the zips. The page shows the wheel's address relative to itself;
 A manifest in ``exercises/`` records a hash of the course's sources and of the package's,
 so a rebuild with unchanged exercises and package reuses the zips and the wheel.
 
-A translated edition of the site (:mod:`editions`, ``_build/html/zh-TW/``) releases nothing
-itself: its pages link to the downloads of the English site it sits in, and its tables and
-install line speak its language (the ``course`` catalogue).
+A translated edition of the site (:mod:`editions`, ``_build/html/zh-TW/``) releases the problem
+sets in its own language, into its own ``exercises/`` (:func:`qkv_grading.pipeline.release_zips`:
+the markdown translated from ``exercises/locales/<language>/LC_MESSAGES/<problem set>.po``, the
+code cells and nbgrader metadata as in English, so one gradebook grades both), and its table
+shows their translated titles. It builds no wheel: its install line offers the English site's,
+the same package, whose checks speak the language each notebook says. A problem set's catalogue
+translates every block of its markdown; a block without a translation (or with a stale, fuzzy one)
+is released in English and named in the build's log, and ``tests/test_translations.py`` fails on it
+unless ``exercises/<problem set>`` is listed in ``locales/<language>/pending.txt``. (Unlike a page's,
+it does not fail the build: a change of a problem set's hints must not stop the website.)
+A problem set without a catalogue yet (one just added) counts as pending: it is released with its
+English markdown, and its checks speak the edition's language all the same.
 """
 
 from __future__ import annotations
@@ -43,8 +52,12 @@ from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
 
 from chapter_order import learn_chapters, practised_problem_sets
-from editions import _, english_site_path, is_translated
+from editions import KERNEL_TAGS, _, edition, english_site_path, is_translated
+from qkv_grading import translation
 from qkv_grading.pipeline import Course, problem_set_points, problem_set_title, release_zips
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
 
 OUTPUT_FOLDER = "exercises"  # under the HTML output: exercises/<problem set>.zip
 MANIFEST = "manifest.json"
@@ -66,10 +79,18 @@ def package_root(app) -> Path:
     return Path(app.srcdir)
 
 
-def download_link(app, docname: str, name: str) -> str:
-    """The address of ``exercises/<name>`` relative to the page ``docname`` of this edition."""
+def download_link(app, docname: str, name: str, *, own_edition: bool = True) -> str:
+    """The address of ``exercises/<name>`` relative to the page ``docname`` of this edition: in this
+    edition's own ``exercises/`` (a problem set's zip), or with ``own_edition=False`` in the English
+    site's (the wheel, which every edition shares)."""
     here = posixpath.dirname(english_site_path(app.config.language, docname))
-    return posixpath.relpath(f"{OUTPUT_FOLDER}/{name}", here or ".")
+    folder = posixpath.join(edition(app.config.language)[1] if own_edition else "", OUTPUT_FOLDER)
+    return posixpath.relpath(f"{folder}/{name}", here or ".")
+
+
+def kernel_language(app) -> str:
+    """The course's tag of this edition's language: ``"en"``, ``"zh-TW"``."""
+    return KERNEL_TAGS[edition(app.config.language)[0]]
 
 
 def wheel_name(root: Path) -> str:
@@ -80,14 +101,18 @@ def wheel_name(root: Path) -> str:
 
 
 def package_sources(root: Path) -> list[Path]:
-    return [root / name for name in PACKAGE_FILES] + sorted((root / "src").rglob("*.py"))
+    """What the wheel is made of: the project files, and every module and catalogue under ``src/``."""
+    return [root / name for name in PACKAGE_FILES] + sorted(
+        path for pattern in ("*.py", "*.po") for path in (root / "src").rglob(pattern))
 
 
 def sources_hash(app) -> str:
-    """A hash of everything the downloads depend on: the source notebooks, the nbgrader config and the package."""
+    """A hash of everything the downloads depend on: the source notebooks and their catalogues, the
+    nbgrader config, the package, and the edition's language."""
     course, package = course_root(app), package_root(app)
-    digest = hashlib.sha256()
-    course_files = [course / "nbgrader_config.py", *(course / "source").rglob("*")]
+    digest = hashlib.sha256(kernel_language(app).encode())
+    course_files = [course / "nbgrader_config.py", *(course / "source").rglob("*"),
+                    *(course / "locales").rglob("*.po")]
     for base, paths in ((course, course_files), (package, package_sources(package))):
         for path in sorted(paths):
             if path.is_file() and ".ipynb_checkpoints" not in path.parts:
@@ -139,9 +164,13 @@ class ProblemSetDownloads(SphinxDirective):
         for folder in folders:
             for notebook in sorted(folder.glob("*.ipynb")):
                 self.env.note_dependency(str(notebook))
+            catalogue = translation.catalogue_path(course_root(self.env.app), folder.name, kernel_language(self.env.app))
+            if is_translated(self.env.app.config.language) and catalogue.is_file():
+                self.env.note_dependency(str(catalogue))
             link = nodes.reference("", f"{folder.name}.zip", internal=False,
                                    refuri=download_link(self.env.app, self.env.docname, f"{folder.name}.zip"))
-            body += self._row(_with_math(problem_set_title(folder)), [nodes.Text(f"{problem_set_points(folder):g}")],
+            title = problem_set_title(folder, kernel_language(self.env.app))
+            body += self._row(_with_math(title), [nodes.Text(f"{problem_set_points(folder):g}")],
                               [nodes.literal("", "", link)])
         group += body
         return [table]
@@ -181,7 +210,8 @@ class StudentInstall(SphinxDirective):
     has_content = False
 
     def run(self):
-        wheel = download_link(self.env.app, self.env.docname, wheel_name(package_root(self.env.app)))
+        wheel = download_link(self.env.app, self.env.docname, wheel_name(package_root(self.env.app)),
+                              own_edition=False)
         for path in package_sources(package_root(self.env.app)):
             self.env.note_dependency(str(path))
         command = f"pip install {html.escape(wheel)}"
@@ -204,17 +234,43 @@ def _with_math(text: str) -> list[nodes.Node]:
     return [nodes.math(part, part) if i % 2 else nodes.Text(part) for i, part in enumerate(parts) if part]
 
 
+def report_untranslated(app) -> None:
+    """Warn about each block of a problem set's markdown that this edition's catalogue does not translate
+    (or only with a fuzzy translation), unless the problem set is pending (see the module docstring)."""
+    from translation_check import catalogue_entries, is_pending, translation_problem
+
+    course = course_root(app)
+    for folder in problem_set_folders(app):
+        name = folder.name
+        if is_pending(app, f"{OUTPUT_FOLDER}/{name}"):
+            continue
+        po_path = translation.catalogue_path(course, name, kernel_language(app))
+        if not po_path.is_file():  # a problem set just added: released with its English markdown until then
+            logger.info("%s has no catalogue yet (%s): `make translations` makes it", name,
+                        po_path.relative_to(app.srcdir))
+            continue
+        entries = catalogue_entries(po_path)
+        for notebook in sorted(folder.glob("*.ipynb")):
+            for message in translation.markdown_messages(json.loads(notebook.read_text(encoding="utf-8"))):
+                problem = translation_problem(message, entries)
+                if problem is not None:
+                    logger.info("%s: %s in %s for %r (released in English)", name, problem,
+                                po_path.relative_to(app.srcdir), message[:120])
+
+
 def start_release(app):
     """Begin releasing the problem sets in the background, unless the output already has them."""
     app.problem_set_release = None
-    if app.builder.format != "html" or is_translated(app.config.language):
+    if app.builder.format != "html":
         return
+    if is_translated(app.config.language):
+        report_untranslated(app)
     target = Path(app.outdir) / OUTPUT_FOLDER
     wanted = sources_hash(app)
     manifest = target / MANIFEST
     if manifest.is_file():
         saved = json.loads(manifest.read_text(encoding="utf-8"))
-        made = saved.get("zips", []) + [saved.get("wheel", "")]
+        made = saved.get("zips", []) + [name for name in [saved.get("wheel", "")] if name]
         if saved.get("hash") == wanted and all((target / name).is_file() for name in made):
             return
     staging = Path(tempfile.mkdtemp(prefix="qkv-problem-sets-"))
@@ -224,7 +280,7 @@ def start_release(app):
     # Its output goes to files: a full pipe would stop it until the build finishes.
     with open(staging / "paths.json", "w") as out, open(staging / "release.log", "w") as log:
         process = subprocess.Popen([sys.executable, __file__, str(course_root(app)), str(package_root(app)),
-                                    str(staging / "made")], stdout=out, stderr=log)
+                                    str(staging / "made"), kernel_language(app)], stdout=out, stderr=log)
     app.problem_set_release = (process, staging, wanted)  # on the app: the environment gets pickled
 
 
@@ -243,22 +299,23 @@ def finish_release(app, exception):
             log = (staging / "release.log").read_text(encoding="utf-8", errors="replace")
             raise ExtensionError(f"releasing the problem sets failed:\n{log[-3000:]}")
         made = json.loads((staging / "paths.json").read_text(encoding="utf-8").strip().splitlines()[-1])
-        zips, wheel = [Path(path) for path in made["zips"]], Path(made["wheel"])
+        zips, wheel = [Path(path) for path in made["zips"]], made["wheel"] and Path(made["wheel"])
         target = Path(app.outdir) / OUTPUT_FOLDER
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)
-        for path in [*zips, wheel]:
+        for path in [*zips, *([wheel] if wheel else [])]:
             shutil.copy2(path, target / path.name)
-        manifest = {"hash": wanted, "zips": [p.name for p in zips], "wheel": wheel.name}
+        manifest = {"hash": wanted, "zips": [p.name for p in zips], "wheel": wheel.name if wheel else ""}
         (target / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def release_downloads(course: Path, package: Path, staging: Path) -> dict:
-    """Release the problem sets into zips and build the wheel, under ``staging``; their paths."""
-    zips = release_zips(course, staging / "zips")
-    wheel = build_wheel(package, staging / "wheel")
+def release_downloads(course: Path, package: Path, staging: Path, language: str) -> dict:
+    """Release the problem sets in ``language`` into zips, and in English build the wheel too, under
+    ``staging``; their paths."""
+    zips = release_zips(course, staging / "zips", language)
+    wheel = build_wheel(package, staging / "wheel") if language == "en" else ""
     return {"zips": [str(path) for path in zips], "wheel": str(wheel)}
 
 
@@ -272,5 +329,5 @@ def setup(app):
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
-if __name__ == "__main__":  # the release process that start_release begins: course, package, staging folder
-    print(json.dumps(release_downloads(*(Path(arg) for arg in sys.argv[1:4]))), flush=True)
+if __name__ == "__main__":  # the release process that start_release begins: course, package, staging, language
+    print(json.dumps(release_downloads(*(Path(arg) for arg in sys.argv[1:4]), sys.argv[4])), flush=True)

@@ -75,7 +75,8 @@ def decode_step(q, k, v, cache=None):
 
     .. math::
         K_{1:t} = \begin{bmatrix} K_{1:t-1} \\ k_t \end{bmatrix},\quad
-        V_{1:t} = \begin{bmatrix} V_{1:t-1} \\ v_t \end{bmatrix},\qquad
+        V_{1:t} = \begin{bmatrix} V_{1:t-1} \\ v_t \end{bmatrix},
+
         o_t = \mathrm{softmax}\!\left(\frac{q_t K_{1:t}^\top}{\sqrt{d_k}}\right)
               V_{1:t}
 

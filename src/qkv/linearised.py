@@ -115,8 +115,10 @@ def linear_attention(Q, K, V, feature_map=elu_feature_map, causal=False):
     r"""Attention with the kernel :math:`\phi(q)\cdot\phi(k)` in :math:`O(n)`.
 
     .. math::
-        S = \sum_j \phi(k_j)\, v_j^\top \ (d_\phi \times d_v), \qquad
-        z = \sum_j \phi(k_j) \ (d_\phi), \qquad
+        S = \sum_j \phi(k_j)\, v_j^\top \quad (d_\phi \times d_v),
+
+        z = \sum_j \phi(k_j) \quad (d_\phi),
+
         o_i = \frac{\phi(q_i)^\top S}{\phi(q_i)^\top z}
 
     With ``causal``, query ``i`` uses the sums over ``j <= i``, built one token at a

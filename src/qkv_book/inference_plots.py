@@ -2,7 +2,9 @@
 reach, masks as grids, and scores against the distance with the trained range shaded.
 
 Built on :mod:`qkv_book.plots` (importing it registers the CJK font and shows figures in IPython).
-Every function returns a :class:`matplotlib.figure.Figure` made without pyplot.
+Every function returns a :class:`matplotlib.figure.Figure` made without pyplot. The words a figure
+draws of its own are in the reader's language (:mod:`qkv_book.language`); the titles and labels a
+chapter passes in are drawn as given, and the chapter translates them.
 """
 
 from __future__ import annotations
@@ -15,16 +17,18 @@ from matplotlib.figure import Figure
 from qkv.validate import as_real_array, shape_str
 
 from . import plots  # noqa: F401  (the CJK font and IPython display)
+from .language import _
 from .plots import _arrow, _box
 
 MASK_CMAP = ListedColormap(["#f2f2f2", "#3b75af"])  # blocked, may attend
 
 
-def times_against_n(n, seconds: dict, *, title: str = "", ylabel: str = "time (milliseconds)",
+def times_against_n(n, seconds: dict, *, title: str = "", ylabel: str | None = None,
                     size: float = 3.2, dpi: int = 90) -> Figure:
     """Measured times against the number of tokens ``n`` on log-log axes, one line per
     ``{label: seconds}``, each with the same length as ``n``. Two grey guides end on the last point
-    of a line: one growing as n on the first line's, one growing as n² on the last line's."""
+    of a line: one growing as n on the first line's, one growing as n² on the last line's. The
+    y axis is labelled ``ylabel``, by default "time (milliseconds)" in the reader's language."""
     n = as_real_array("n", n)
     if n.ndim != 1 or not seconds:
         raise ValueError("times_against_n needs a vector n and at least one line of times")
@@ -40,11 +44,11 @@ def times_against_n(n, seconds: dict, *, title: str = "", ylabel: str = "time (m
         lines.append(values * 1e3)
     for power, line, style, guide in ((1, lines[0], ":", "n"), (2, lines[-1], "--", "$n^2$")):
         ax.plot(n, line[-1] * (n / n[-1]) ** power, style, color="#888888", lw=1,
-                label=f"grows as {guide}")
+                label=_("grows as {guide}").format(guide=guide))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel("$n$ (tokens)")
-    ax.set_ylabel(ylabel)
+    ax.set_xlabel(_("$n$ (tokens)"))
+    ax.set_ylabel(_("time (milliseconds)") if ylabel is None else ylabel)
     if title:
         ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
@@ -80,8 +84,8 @@ def head_groups(h: int, groups: dict, *, dpi: int = 90) -> Figure:
             _box(ax, (i + 0.08, y + 1.0), 0.74, 0.42, f"Q {i}", fontsize=8)
             kv_centre = width * kv_of[i] + (width - 0.1) / 2
             _arrow(ax, (i + 0.45, y + 0.98), (kv_centre, y + 0.52), color="#777777")
-        ax.text(-1.5, y + 1.2, "query heads", fontsize=8, va="center")
-        ax.text(-1.5, y + 0.25, "key/value\nheads", fontsize=8, va="center")
+        ax.text(-1.5, y + 1.2, _("query heads"), fontsize=8, va="center")
+        ax.text(-1.5, y + 0.25, _("key/value\nheads"), fontsize=8, va="center")
     return fig
 
 
@@ -106,8 +110,9 @@ def mask_grids(masks: dict, *, size: float = 2.2, dpi: int = 90) -> Figure:
         ax.set_xticks(range(0, n_k, max(1, n_k // 4)))
         ax.set_yticks(range(0, n_q, max(1, n_q // 4)))
         ax.xaxis.tick_top()
-        ax.set_title(f"{title}\n{int(mask.sum())} of {mask.size} pairs", fontsize=9)
-    axes[0].set_ylabel("query i")
+        pairs = _("{kept} of {total} pairs").format(kept=int(mask.sum()), total=mask.size)
+        ax.set_title(f"{title}\n{pairs}", fontsize=9)
+    axes[0].set_ylabel(_("query i"))
     return fig
 
 
@@ -119,25 +124,28 @@ def alibi_reach(distances, slopes, *, size: float = 3.2, dpi: int = 90) -> Figur
     ax = fig.add_subplot()
     colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(slopes)))
     for k, (m, colour) in enumerate(zip(slopes, colours), start=1):
-        ax.plot(distances, np.exp(-m * distances), color=colour, label=f"head {k}: m = 1/{1 / m:g}")
+        label = _("head {number}: m = 1/{reach:g}").format(number=k, reach=1 / m)
+        ax.plot(distances, np.exp(-m * distances), color=colour, label=label)
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("distance $r = i - j$ (tokens)")
-    ax.set_ylabel(r"factor $e^{-m r}$ on the key's share")
+    ax.set_xlabel(_("distance $r = i - j$ (tokens)"))
+    ax.set_ylabel(_(r"factor $e^{-m r}$ on the key's share"))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
 
 
-def scores_past_training(distances, curves: dict, trained: int, *, ylim=None, ylabel: str = "score",
-                         size: float = 3.2, dpi: int = 90) -> Figure:
+def scores_past_training(distances, curves: dict, trained: int, *, ylim=None,
+                         ylabel: str | None = None, size: float = 3.2, dpi: int = 90) -> Figure:
     """Scores against the distance from the query, one line per ``{label: scores}``, with the
-    distances a model trained on ``trained`` tokens has seen shaded."""
+    distances a model trained on ``trained`` tokens has seen shaded. The y axis is labelled
+    ``ylabel``, by default "score" in the reader's language."""
     distances = as_real_array("distances", distances)
     if not curves:
         raise ValueError("scores_past_training needs at least one curve")
     fig = Figure(figsize=(size * 1.8, size), dpi=dpi, layout="constrained")
     ax = fig.add_subplot()
-    ax.axvspan(distances.min(), trained - 1, color="#e8f0e0", label=f"distances seen in training (< {trained})")
+    seen = _("distances seen in training (< {trained})").format(trained=trained)
+    ax.axvspan(distances.min(), trained - 1, color="#e8f0e0", label=seen)
     styles = [dict(color="black", lw=2.2, alpha=0.45), *({"lw": 1.4} for _ in range(len(curves)))]
     for (label, values), style in zip(curves.items(), styles):
         values = as_real_array(f"curve {label!r}", values)
@@ -147,8 +155,8 @@ def scores_past_training(distances, curves: dict, trained: int, *, ylim=None, yl
         ax.plot(distances, values, label=label, **style)
     if ylim is not None:
         ax.set_ylim(*ylim)
-    ax.set_xlabel("distance $r$ from the query to the key (tokens)")
-    ax.set_ylabel(ylabel)
+    ax.set_xlabel(_("distance $r$ from the query to the key (tokens)"))
+    ax.set_ylabel(_("score") if ylabel is None else ylabel)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig

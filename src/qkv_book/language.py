@@ -8,7 +8,8 @@ a widget's labels. The prose around the code is translated by Sphinx from the ca
 
 The language is chosen, first match wins, by
 
-1. :func:`set_language` in the notebook (``set_language("zh-TW")``);
+1. :func:`set_language` in the notebook (``set_language("zh-TW")``; a problem set's ``start()``
+   calls it with the notebook's language), or :func:`speaking` for a ``with`` block;
 2. the environment variable ``QKV_LANGUAGE`` (the Chinese build of the website sets it before
    its chapter kernels start);
 3. English.
@@ -22,9 +23,11 @@ Other packages of the course (the problem sets' checks) read their own catalogue
 
 from __future__ import annotations
 
+import contextlib
 import gettext
 import io
 import os
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
@@ -55,6 +58,23 @@ def set_language(value: str | None) -> str:
     global _chosen
     _chosen = None if value is None else language_tag(value)
     return current_language()
+
+
+@contextlib.contextmanager
+def speaking(value: str | None) -> Iterator[str]:
+    """Speak ``value`` inside the ``with`` block only (``None``: as outside it), then what was chosen before.
+
+    The grader judges each submission in its own language this way (one submission at a time, in
+    one thread: the choice is the process's).
+    """
+    global _chosen
+    before = _chosen
+    try:
+        if value is not None:
+            _chosen = language_tag(value)
+        yield current_language()
+    finally:
+        _chosen = before
 
 
 def current_language() -> str:

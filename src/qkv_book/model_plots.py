@@ -190,7 +190,8 @@ def pattern_score_grids(scores: dict, threshold: float, *, columns: int = 3, cel
                     fontsize=5.5, color="white" if value > 0.6 else "black")
     ax.set_xticks([k * (num_heads + gap) for k in range(columns)] +
                   [k * (num_heads + gap) + num_heads - 1 for k in range(columns)],
-                  ["head 1"] * columns + [f"head {num_heads}"] * columns, fontsize=6)
+                  [_("head {number}").format(number=1)] * columns
+                  + [_("head {number}").format(number=num_heads)] * columns, fontsize=6)
     ax.set_yticks([r * (num_layers + gap) for r in range(rows)] +
                   [r * (num_layers + gap) + num_layers - 1 for r in range(rows)],
                   [_("layer {number}").format(number=1)] * rows + [_("layer {number}").format(number=num_layers)] * rows, fontsize=6)

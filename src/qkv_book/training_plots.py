@@ -2,7 +2,9 @@
 how much gradient gets through the softmax, a loss curve, and what removing a head does.
 
 Built on :mod:`qkv_book.plots` (same fonts and conventions); every function returns a matplotlib
-``Figure`` and computes nothing that the chapter does not show.
+``Figure`` and computes nothing that the chapter does not show. The words a figure draws of its own
+are in the reader's language (:mod:`qkv_book.language`); the labels a chapter passes in are drawn as
+given, and the chapter translates them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from matplotlib.figure import Figure
 
 from qkv.validate import as_real_array, shape_str
 
+from .language import _
 from .plots import figure_png  # noqa: F401  (importing plots sets the fonts and the IPython display)
 
 BLUE, ORANGE, GREY = "#3b75af", "#d9541a", "#888888"
@@ -30,15 +33,15 @@ def difference_error(steps, errors, *, size: float = 3.2, dpi: int = 90) -> Figu
     steps, errors = _vectors(steps=steps, errors=errors)
     fig = Figure(figsize=(size * 1.3, size), dpi=dpi, layout="constrained")
     ax = fig.add_subplot()
-    ax.plot(steps, errors, "o-", color=BLUE, label="measured: largest |difference − gradient|")
+    ax.plot(steps, errors, "o-", color=BLUE, label=_("measured: largest |difference − gradient|"))
     reference = errors[np.argmax(steps)] * (steps / steps.max()) ** 2
-    ax.plot(steps, reference, "--", color=GREY, alpha=0.7, label="slope 2: error ∝ $h^2$")
-    ax.plot(steps, 1e-16 / steps, ":", color=ORANGE, alpha=0.8, label="rounding: $10^{-16}/h$")
+    ax.plot(steps, reference, "--", color=GREY, alpha=0.7, label=_("slope 2: error ∝ $h^2$"))
+    ax.plot(steps, 1e-16 / steps, ":", color=ORANGE, alpha=0.8, label=_("rounding: $10^{-16}/h$"))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_ylim(errors.min() / 10, errors.max() * 10)
-    ax.set_xlabel("step $h$")
-    ax.set_ylabel("largest error")
+    ax.set_xlabel(_("step $h$"))
+    ax.set_ylabel(_("largest error"))
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     return fig
@@ -50,12 +53,12 @@ def gradient_share(d_k, scaled, unscaled, *, size: float = 3.2, dpi: int = 90) -
     d_k, scaled, unscaled = _vectors(d_k=d_k, scaled=scaled, unscaled=unscaled)
     fig = Figure(figsize=(size * 1.3, size), dpi=dpi, layout="constrained")
     ax = fig.add_subplot()
-    ax.plot(d_k, scaled, "s-", color=ORANGE, label=r"scores $QK^\top/\sqrt{d_k}$")
-    ax.plot(d_k, unscaled, "o-", color=BLUE, label=r"scores $QK^\top$ (not divided)")
+    ax.plot(d_k, scaled, "s-", color=ORANGE, label=_(r"scores $QK^\top/\sqrt{d_k}$"))
+    ax.plot(d_k, unscaled, "o-", color=BLUE, label=_(r"scores $QK^\top$ (not divided)"))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("$d_k$")
-    ax.set_ylabel(r"median $\|dS_i\| \,/\, \|dA_i\|$")
+    ax.set_ylabel(_(r"median $\|dS_i\| \,/\, \|dA_i\|$"))
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return fig
@@ -73,8 +76,8 @@ def loss_curve(curves: dict, *, floor: float | None = None, floor_label: str = "
         ax.plot(steps, losses, color=next(colours), linewidth=1.0, label=label)
     if floor is not None:
         ax.axhline(floor, linestyle="--", color=GREY, alpha=0.7, label=floor_label)
-    ax.set_xlabel("training step")
-    ax.set_ylabel("loss (cross-entropy)")
+    ax.set_xlabel(_("training step"))
+    ax.set_ylabel(_("loss (cross-entropy)"))
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
@@ -94,9 +97,10 @@ def ablation_bars(labels, accuracies, *, full: float, size: float = 3.2, dpi: in
     ax.barh(rows, accuracies, color=[ORANGE if a < 0.5 * full else BLUE for a in accuracies])
     for row, accuracy in zip(rows, accuracies):
         ax.text(accuracy + 0.01, row, f"{accuracy:.0%}", va="center", fontsize=8)
-    ax.axvline(full, linestyle="--", color=GREY, label=f"whole model: {full:.0%}")
+    ax.axvline(full, linestyle="--", color=GREY,
+               label=_("whole model: {full:.0%}").format(full=full))
     ax.set_yticks(rows, labels, fontsize=8)
     ax.set_xlim(0, 1.12)
-    ax.set_xlabel("next tokens of the repeat predicted correctly")
+    ax.set_xlabel(_("next tokens of the repeat predicted correctly"))
     ax.legend(fontsize=8, loc="lower right")
     return fig

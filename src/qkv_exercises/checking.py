@@ -29,6 +29,7 @@ from qkv import attention, block, blockwise, decoding, grouped, linearised, look
 from qkv import relative_position, trace, vision
 from qkv.validate import shape_str
 
+from .language import _, ngettext
 from .slips import Slip
 
 HAND_TOLERANCE = 0.01
@@ -106,19 +107,19 @@ def _entry(name: str, index: tuple[int, ...], labels: Labels | None) -> str:
     text = f"{name}[{', '.join(str(i) for i in index)}]"
     if not labels:
         return text
-    words = ("row", "column") if len(index) == 2 else ("",) * len(index)
+    words = (_("row {label}"), _("column {label}")) if len(index) == 2 else ("{label}",) * len(index)
     parts = []
     for axis, i in enumerate(index):
         axis_labels = labels[axis] if axis < len(labels) else None
         if axis_labels is not None and i < len(axis_labels):
-            parts.append(f"{words[axis]} {axis_labels[i]}".strip())
-    return f"{text} ({', '.join(parts)})" if parts else text
+            parts.append(words[axis].format(label=axis_labels[i]).strip())
+    return f"{text} ({_(', ').join(parts)})" if parts else text
 
 
 # --------------------------------------------------------------------------- answers as numbers
 
 
-def as_numbers(answer, name: str, *, what: str = "your answer", nonfinite_hint: str = "") -> np.ndarray:
+def as_numbers(answer, name: str, *, what: str | None = None, nonfinite_hint: str = "") -> np.ndarray:
     """Return ``answer`` (a number, a list of lists, an array) as a float array.
 
     Raises:
@@ -126,38 +127,41 @@ def as_numbers(answer, name: str, *, what: str = "your answer", nonfinite_hint: 
             (rows of different lengths), holds something that is not a real number, or
             holds NaN or infinity (``nonfinite_hint`` is added to that message).
     """
+    what = what or _("your answer")
     if answer is None:
-        raise _Unusable(f"{name} is None: replace None with {what}.")
+        raise _Unusable(_("{name} is None: replace None with {what}.").format(name=name, what=what))
     if answer is Ellipsis:
-        raise _Unusable(f"{name} is still ... : replace it with {what}.")
+        raise _Unusable(_("{name} is still ... : replace it with {what}.").format(name=name, what=what))
     if isinstance(answer, str):
-        raise _Unusable(f"{name} is the text {answer[:40]!r}: write numbers without quotes ({what}).")
+        raise _Unusable(_("{name} is the text {text}: write numbers without quotes ({what}).").format(
+            name=name, text=repr(answer[:40]), what=what))
     if isinstance(answer, dict):
-        raise _Unusable(f"{name} is a dict: write {what} instead.")
+        raise _Unusable(_("{name} is a dict: write {what} instead.").format(name=name, what=what))
+    ragged = _("{name} is not rectangular: {detail}. Every row needs the same number of entries.")
     try:
         raw = np.asarray(answer)
     except (ValueError, TypeError):
-        raise _Unusable(f"{name} is not rectangular: {_ragged_detail(answer)}. "
-                        "Every row needs the same number of entries.") from None
+        raise _Unusable(ragged.format(name=name, detail=_ragged_detail(answer))) from None
     except Exception as err:  # an object of the student's own whose conversion fails
-        raise _Unusable(f"{name} is a {type(answer).__name__} that cannot be read as numbers "
-                        f"({type(err).__name__}): write {what}.") from None
+        raise _Unusable(_("{name} is a {type} that cannot be read as numbers ({error}): write {what}.").format(
+            name=name, type=type(answer).__name__, error=type(err).__name__, what=what)) from None
     if raw.dtype == object and raw.ndim >= 1 and any(isinstance(v, (list, tuple, np.ndarray)) for v in raw.flat):
-        raise _Unusable(f"{name} is not rectangular: {_ragged_detail(answer)}. "
-                        "Every row needs the same number of entries.")
+        raise _Unusable(ragged.format(name=name, detail=_ragged_detail(answer)))
     if raw.dtype.kind == "b":
-        raise _Unusable(f"{name} holds True/False values: write numbers ({what}).")
+        raise _Unusable(_("{name} holds True/False values: write numbers ({what}).").format(name=name, what=what))
     if raw.dtype.kind not in "iuf":
         index, value = _first_non_number(np.asarray(answer, dtype=object))
         where = f"{name}[{', '.join(map(str, index))}]" if index else name
-        raise _Unusable(f"{where} is {_short_repr(value)} ({type(value).__name__}), not a number: {name} must hold "
-                        "numbers only (no quotes, no None).")
+        raise _Unusable(_("{where} is {value} ({type}), not a number: {name} must hold numbers only (no quotes, "
+                          "no None).").format(where=where, value=_short_repr(value), type=type(value).__name__,
+                                             name=name))
     values = raw.astype(float)
     bad = ~np.isfinite(values)
     if bad.any():
         index = tuple(int(i) for i in np.argwhere(bad)[0])
         where = f"{name}[{', '.join(map(str, index))}]" if index else name
-        raise _Unusable(f"{where} is {values[index]}, not a finite number. {nonfinite_hint}".strip())
+        message = _("{where} is {value}, not a finite number.").format(where=where, value=values[index])
+        raise _Unusable(f"{message} {_(nonfinite_hint) if nonfinite_hint else ''}".strip())
     return values
 
 
@@ -170,8 +174,8 @@ def _ragged_detail(answer) -> str:
     try:
         lengths = [len(row) for row in answer]
     except Exception:
-        return "its rows have different lengths"
-    return "its rows have " + ", ".join(str(n) for n in lengths) + " entries"
+        return _("its rows have different lengths")
+    return _("its rows have {counts} entries").format(counts=", ".join(str(n) for n in lengths))
 
 
 def _first_non_number(entries: np.ndarray):
@@ -209,32 +213,46 @@ def judge_value(answer, name: str, expectation: Expectation, *, reveal: bool) ->
 def _judge_value(answer, name: str, e: Expectation, reveal: bool) -> Verdict:
     expected = np.asarray(e.expected, dtype=float)
     tol = e.tol
-    value = as_numbers(answer, name, what=e.what, nonfinite_hint=e.nonfinite_hint)
+    value = as_numbers(answer, name, what=_(e.what), nonfinite_hint=e.nonfinite_hint)
     candidates = [(slip, np.asarray(v, dtype=float)) for slip, v in e.slip_values if v is not None]
     candidates = [(s, v) for s, v in candidates if v.shape != expected.shape or not _close(v, expected, tol).all()]
     value, expected, candidates, labels = _fit_shape(value, name, expected, candidates, tol, e.shape_help, e.labels)
     close = _close(value, expected, tol)
     if close.all():
-        entries = "" if expected.size == 1 else f"{expected.size} entries, each "
-        return Verdict(True, f"{name} is correct{': ' + e.formula if e.formula else ''} ({entries}within {tol:g}).")
+        within = (_("within {tol}") if expected.size == 1 else _("{count} entries, each within {tol}")).format(
+            count=expected.size, tol=f"{tol:g}")
+        if e.formula:
+            return Verdict(True, _("{name} is correct: {formula} ({within}).").format(
+                name=name, formula=_(e.formula), within=within))
+        return Verdict(True, _("{name} is correct ({within}).").format(name=name, within=within))
     index = tuple(int(i) for i in np.argwhere(~close)[0])
     wrong = int((~close).sum())
     where = name if expected.ndim == 0 else _entry(name, index, labels)
     written, exact = value[index], expected[index]
+    fields = {"where": where, "value": format_number(written), "expected": format_number(exact), "tol": f"{tol:g}"}
     if reveal:
-        line = f"{where} is {format_number(written)}, expected {format_number(exact)} (within {tol:g})"
+        line = _("{where} is {value}, expected {expected} (within {tol})").format(**fields)
+    elif written > exact:
+        line = _("{where} is {value}: too large (an answer within {tol} of the exact value counts)").format(**fields)
     else:
-        line = (f"{where} is {format_number(written)}: too {'large' if written > exact else 'small'} "
-                f"(an answer within {tol:g} of the exact value counts)")
-    lines = [line + ("." if expected.ndim == 0 else
-                     f"; {wrong} of {expected.size} entries {'is' if wrong == 1 else 'are'} off.")]
+        line = _("{where} is {value}: too small (an answer within {tol} of the exact value counts)").format(**fields)
+    if expected.ndim == 0:
+        lines = [line + _(".")]
+    else:
+        lines = [line + ngettext("; {wrong} of {size} entries is off.", "; {wrong} of {size} entries are off.",
+                                 wrong).format(wrong=wrong, size=expected.size)]
     slip = _matching_slip(value, candidates, tol)
     if slip is not None:
-        lines.append(f"Likely slip: {slip.advice}")
+        lines.append(likely_slip(slip.advice))
     else:
         hints = [hint(value, labels) for hint in e.hints] + [_general_hint(value, expected, tol)]
         lines.extend(h for h in hints if h)
     return Verdict(False, "\n".join(lines))
+
+
+def likely_slip(advice: str) -> str:
+    """The line of a message that names a slip: ``Likely slip: <advice>``, in the current language."""
+    return _("Likely slip: {advice}").format(advice=advice)
 
 
 def _close(value: np.ndarray, expected: np.ndarray, tol: float) -> np.ndarray:
@@ -264,18 +282,21 @@ def _fit_shape(value, name, expected, candidates, tol, shape_help, labels):
             labels = [labels[axis] if axis < len(labels) else None for axis in kept]
         candidates = [(s, v.reshape(value.shape)) for s, v in candidates if v.size == value.size]
         return value, expected.reshape(value.shape), candidates, labels
-    message = f"{name} has shape {shape_str(value.shape)} but should have shape {shape_str(expected.shape)}"
+    shapes = {"name": name, "shape": shape_str(value.shape), "expected": shape_str(expected.shape),
+              "squeezed": shape_str(np.squeeze(expected).shape)}
     if np.squeeze(expected).shape != expected.shape:
-        message += f" (or {shape_str(np.squeeze(expected).shape)})"
-    message += f": {shape_help}." if shape_help else "."
+        message = _("{name} has shape {shape} but should have shape {expected} (or {squeezed})").format(**shapes)
+    else:
+        message = _("{name} has shape {shape} but should have shape {expected}").format(**shapes)
+    message += _(": {meaning}.").format(meaning=_(shape_help)) if shape_help else _(".")
     slip = _matching_slip(value, candidates, tol)
     if slip is None and value.ndim == 2 and value.shape == expected.shape[::-1]:
-        message += "\nDid you transpose it? Rows and columns are swapped."
+        message += "\n" + _("Did you transpose it? Rows and columns are swapped.")
     else:
         same_shape = [s for s, v in candidates if np.squeeze(v).shape == np.squeeze(value).shape]
         slip = slip or (same_shape[0] if same_shape else None)
         if slip is not None:
-            message += f"\nLikely slip: {slip.advice}"
+            message += "\n" + likely_slip(slip.advice)
     raise _Unusable(message)
 
 
@@ -283,12 +304,12 @@ def _general_hint(value: np.ndarray, expected: np.ndarray, tol: float) -> str | 
     """A hint that needs no slip: an answer transposed, or rounded to 1 decimal."""
     if (value.ndim == 2 and value.shape[0] == value.shape[1] and not _close(expected, expected.T, tol).all()
             and _close(value, expected.T, tol).all()):
-        return "Did you transpose it? Rows and columns are swapped: row i is the i-th query (or token)."
+        return _("Did you transpose it? Rows and columns are swapped: row i is the i-th query (or token).")
     tenths = np.abs(value * 10 - np.round(value * 10)) < 1e-6
     if (tol <= HAND_TOLERANCE and tenths.all() and _close(value, expected, 0.05).all()
             and not (np.abs(expected * 10 - np.round(expected * 10)) < 1e-6).all()):
-        return (f"Your entries are rounded to 1 decimal, which is too coarse: write 2 decimals "
-                f"(an entry counts within {tol:g}).")
+        return _("Your entries are rounded to 1 decimal, which is too coarse: write 2 decimals (an entry counts "
+                 "within {tol}).").format(tol=f"{tol:g}")
     return None
 
 
@@ -303,15 +324,18 @@ def rows_sum_to_one(name: str, tol: float = HAND_TOLERANCE) -> Hint:
         if off.max() <= value.shape[-1] * tol / 2 + 1e-9:  # each entry rounded: the sum may be off by that much
             return None
         index = np.unravel_index(int(np.argmax(off)), off.shape)
+        total = format_number(sums[index])
         if value.ndim == 1:
-            where = ""
-        else:
-            row = int(index[0])
-            row_labels = labels[0] if labels and value.ndim == 2 else None
-            where = (f"row {row_labels[row]} (row {row}, counting from 0) of " if row_labels
-                     else f"row {row} (counting from 0) of ")
-        return (f"The weights in {where}{name} add up to {format_number(sums[index])}; softmax weights add up "
-                "to 1 in every row.")
+            return _("The weights in {name} add up to {total}; softmax weights add up to 1 in every row.").format(
+                name=name, total=total)
+        row = int(index[0])
+        row_labels = labels[0] if labels and value.ndim == 2 else None
+        if row_labels:
+            return _("The weights in row {label} (row {row}, counting from 0) of {name} add up to {total}; softmax "
+                     "weights add up to 1 in every row.").format(label=row_labels[row], row=row, name=name,
+                                                                 total=total)
+        return _("The weights in row {row} (counting from 0) of {name} add up to {total}; softmax weights add up "
+                 "to 1 in every row.").format(row=row, name=name, total=total)
 
     return hint
 

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from .checking import Expectation, Verdict, judge_value
+from .checking import Expectation, Verdict, judge_value, likely_slip
+from .language import _
 
 Givens = Mapping[str, Any]
 
@@ -77,25 +78,29 @@ class ChoiceCheck:
 
     def judge(self, observed, givens: Givens, *, reveal: bool) -> Verdict:
         choice = self.expect(givens)
-        options = ", ".join(f'"{c}"' for c in choice.choices)
+        options = _(", ").join(f'"{c}"' for c in choice.choices)
         if observed is None or observed is Ellipsis:
-            return Verdict(False, f"{self.answer} is {observed!r}: replace it with one of {options}, in quotes.")
+            return Verdict(False, _("{name} is {value}: replace it with one of {options}, in quotes.").format(
+                name=self.answer, value=repr(observed), options=options))
         if not isinstance(observed, str):
             shown = repr(observed) if len(repr(observed)) <= 40 else repr(observed)[:37] + "..."
-            return Verdict(False, f"{self.answer} is {shown} ({type(observed).__name__}): write one of "
-                                  f"{options}, in quotes.")
+            return Verdict(False, _("{name} is {value} ({type}): write one of {options}, in quotes.").format(
+                name=self.answer, value=shown, type=type(observed).__name__, options=options))
         written = _normalised(observed, choice.choices)
         if written not in choice.choices:
             shown = repr(observed) if len(observed) <= 40 else repr(observed[:37] + "...")
-            return Verdict(False, f"{self.answer} is {shown}, which is not one of {options}.")
+            return Verdict(False, _("{name} is {value}, which is not one of {options}.").format(
+                name=self.answer, value=shown, options=options))
         if written == choice.right:
-            because = f": {choice.explain_right.rstrip('.')}" if choice.explain_right else ""
-            return Verdict(True, f"{self.answer} is correct{because}.")
-        lines = [f"{self.answer} is {written!r}: not the right choice."]
+            if choice.explain_right:
+                return Verdict(True, _("{name} is correct: {because}.").format(
+                    name=self.answer, because=_(choice.explain_right).rstrip(".。")))
+            return Verdict(True, _("{name} is correct.").format(name=self.answer))
+        lines = [_("{name} is {value}: not the right choice.").format(name=self.answer, value=repr(written))]
         if written in choice.explain_wrong:
-            lines.append(f"Likely slip: {choice.explain_wrong[written]}")
+            lines.append(likely_slip(_(choice.explain_wrong[written])))
         if reveal and choice.reveal_text:
-            lines.append(choice.reveal_text)
+            lines.append(_(choice.reveal_text))
         return Verdict(False, "\n".join(lines))
 
 
@@ -178,7 +183,8 @@ class FunctionCheck:
                       reveal: bool) -> tuple[int | None, Verdict]:
         """The index of the first call that failed (None if none did, or the calls together) and the verdict."""
         if len(outcomes) != len(calls):
-            return None, Verdict(False, f"{self.answer} was not called on every input (did the notebook stop early?).")
+            return None, Verdict(False, _("{name} was not called on every input (did the notebook stop early?).").format(
+                name=self.answer))
         for index, (call, outcome) in enumerate(zip(calls, outcomes)):
             verdict = self._judge_one(call, outcome, reveal)
             if not verdict.passed:
@@ -188,26 +194,31 @@ class FunctionCheck:
             if not verdict.passed:
                 return None, verdict
         if len(calls) == 1:
-            return None, Verdict(True, f"{self.answer} is correct: {calls[0].label}.")
-        tried = "; ".join(dict.fromkeys(c.behaviour for c in calls if c.behaviour))
-        return None, Verdict(True, f"{self.answer} is correct on {len(calls)} inputs{': ' + tried if tried else ''}.")
+            return None, Verdict(True, _("{name} is correct: {call}.").format(name=self.answer, call=_(calls[0].label)))
+        tried = _("; ").join(dict.fromkeys(_(c.behaviour) for c in calls if c.behaviour))
+        if tried:
+            return None, Verdict(True, _("{name} is correct on {count} inputs: {tried}.").format(
+                name=self.answer, count=len(calls), tried=tried))
+        return None, Verdict(True, _("{name} is correct on {count} inputs.").format(name=self.answer, count=len(calls)))
 
     def _judge_one(self, call: Call, outcome: Outcome, reveal: bool) -> Verdict:
-        label = call.label or f"{self.answer}(...)"
+        label = _(call.label) if call.label else f"{self.answer}(...)"
         if isinstance(outcome, Raised):
             if outcome.type_name == "NotImplementedError":
-                return Verdict(False, f"{label} raised NotImplementedError: write the body of the function "
-                                      "(replace the line raise NotImplementedError()).")
+                return Verdict(False, _("{call} raised NotImplementedError: write the body of the function (replace "
+                                        "the line raise NotImplementedError()).").format(call=label))
             if outcome.type_name == NOT_AVAILABLE:
-                return Verdict(False, f"{label} {outcome.message}: write the computation yourself with numpy. "
-                                      "qkv is the reference your function is checked against, and it is not "
-                                      "available to your function when the notebook is graded.")
+                return Verdict(False, _("{call} {calls_qkv}: write the computation yourself with numpy. qkv is the "
+                                        "reference your function is checked against, and it is not available to "
+                                        "your function when the notebook is graded.").format(
+                    call=label, calls_qkv=outcome.message))
             detail = f": {outcome.message}" if outcome.message else ""
-            message = f"{label} raised {outcome.type_name}{detail}"
+            message = _("{call} raised {error}").format(call=label, error=outcome.type_name) + detail
             advice = self.explain_raised(call, outcome) if self.explain_raised is not None else None
-            return Verdict(False, message + (f"\nLikely slip: {advice}" if advice else ""))
+            return Verdict(False, message + ("\n" + likely_slip(advice) if advice else ""))
         if outcome.value is None:
-            return Verdict(False, f"{label} returned None: write the body of the function and return its result.")
+            return Verdict(False, _("{call} returned None: write the body of the function and return its "
+                                    "result.").format(call=label))
         return self.judge_result(call, outcome.value, reveal)
 
 

@@ -58,12 +58,16 @@ class Solver:
         return self.practice
 
     def describe(self) -> str:
+        """Who this is, in the current language: ``student ab1234``, ``practice variant 2``."""
+        from .language import _
+
         if self.student_id is None:
             if self.practice == 0:
-                return "practice variant 0: the book's own numbers"
-            return f"practice variant {self.practice}"
-        where = " (from JupyterHub)" if self.source == "hub" else ""
-        return f"student {self.student_id}{where}"
+                return _("practice variant 0: the book's own numbers")
+            return _("practice variant {number}").format(number=self.practice)
+        if self.source == "hub":
+            return _("student {id} (from JupyterHub)").format(id=self.student_id)
+        return _("student {id}").format(id=self.student_id)
 
 
 def solver(student_id="", practice=1, environ=None) -> Solver:

@@ -4,12 +4,14 @@ The notebook's first code cell says who is solving::
 
     STUDENT_ID = ""   # your student id; on the course's JupyterHub leave it "" (the hub says who you are)
     PRACTICE = 1      # with no id: which practice numbers (0 = the book's own numbers)
+    LANGUAGE = ""     # the checks' language, "en" or "zh-TW"; "" = the notebook's own
 
-and its set-up cell starts the problem set and takes the student's own numbers::
+and its set-up cell starts the problem set, in the notebook's language
+(:func:`qkv_exercises.language.notebook_language`), and takes the student's own numbers::
 
     from qkv_exercises import start
 
-    ps = start("ps2_scaled_dot_product", STUDENT_ID, PRACTICE)
+    ps = start("ps2_scaled_dot_product", STUDENT_ID, PRACTICE, LANGUAGE)
     X, head_1, tokens = ps.X, ps.head_1, ps.tokens
 
 Each test cell then checks one answer, ``ps.check("weights_head1", A1)``: it prints
@@ -36,18 +38,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from qkv_book.language import set_language
+
 from .answers import Rng, call_student_function
 from .checking import AnswerMismatch, Verdict, qkv_switched_off
 from .checks import NOT_AVAILABLE, Call, FunctionCheck, Raised, Returned, seed_for
 from .identity import Solver, solver
+from .language import _, ngettext, notebook_language
 from .problem_sets import get_problem_set
 
 NBGRADER_VARIABLE = "NBGRADER_EXECUTION"  # set by nbgrader to "validate" or "autograde" while it runs a notebook
 GREEN, RED, GREY, RESET = "\x1b[32m", "\x1b[31m", "\x1b[90m", "\x1b[0m"
 
 
-def start(problem_set: str, student_id="", practice=1) -> Session:
-    """Start ``problem_set`` for the student ``student_id`` (or a practice variant); print whose numbers these are."""
+def start(problem_set: str, student_id="", practice=1, language="") -> Session:
+    """Start ``problem_set`` for the student ``student_id`` (or a practice variant), speaking ``language`` (``""``:
+    the notebook's own, see :func:`~qkv_exercises.language.notebook_language`); print whose numbers these are."""
+    set_language(notebook_language(problem_set, language))
     session = Session(get_problem_set(problem_set), solver(student_id, practice))
     _quiet_lone_docstrings()
     print(session.banner())
@@ -103,13 +110,13 @@ class Session:
                              f"{', '.join(sorted(givens))}")
 
     def banner(self) -> str:
-        title = self.problem_set.title
+        title, who = _(self.problem_set.title), self.solver.describe()
         if self.solver.student_id is not None:
-            return (f"{title}: the numbers of {self.solver.describe()} (variant {self.variant}). "
-                    "These are the numbers you are graded on.")
-        return (f"{title}: no STUDENT_ID, so these are practice numbers ({self.solver.describe()}).\n"
-                "Type your student id in the first code cell to get your own numbers, the ones you are graded "
-                "on. For other practice numbers set PRACTICE = 2, 3, ...; PRACTICE = 0 gives the book's own.")
+            return _("{title}: the numbers of {who} (variant {variant}). These are the numbers you are graded "
+                     "on.").format(title=title, who=who, variant=self.variant)
+        return _("{title}: no STUDENT_ID, so these are practice numbers ({who}).\nType your student id in the first "
+                 "code cell to get your own numbers, the ones you are graded on. For other practice numbers set "
+                 "PRACTICE = 2, 3, ...; PRACTICE = 0 gives the book's own.").format(title=title, who=who)
 
     # ----------------------------------------------------------------------- showing givens
 
@@ -137,7 +144,7 @@ class Session:
 
     def show_options(self, options) -> None:
         """Print the options of a multiple-choice question, lettered (a), (b), ..."""
-        print("\n".join(f"({letter}) {text}" for letter, text in zip("abcdefgh", options)))
+        print("\n".join(f"({letter}) {_(text)}" for letter, text in zip("abcdefgh", options)))
 
     def show_tokens(self, tokens) -> None:
         """Print the tokens with their positions, counting from 0: ``0 [CLS]   1 the   2 delivery ...``."""
@@ -159,7 +166,7 @@ class Session:
                 verdict = self._check_function(check, answer)
             else:
                 verdict = check.judge(answer, self.givens, reveal=False)
-        _print_aside("output", stray.getvalue())
+        _print_aside(_("output"), stray.getvalue())
         self.verdicts[grade_id] = verdict
         if not verdict.passed and os.environ.get(NBGRADER_VARIABLE):
             raise AnswerMismatch(verdict.message)
@@ -168,8 +175,8 @@ class Session:
 
     def _check_function(self, check: FunctionCheck, func) -> Verdict:
         if not callable(func):
-            return Verdict(False, f"{check.answer} is {type(func).__name__}, not a function: "
-                                  "run the cell that defines it.")
+            return Verdict(False, _("{name} is {type}, not a function: run the cell that defines it.").format(
+                name=check.answer, type=type(func).__name__))
         if check.hidden:
             who = self.solver.student_id or f"practice {self.variant}"
             calls = check.calls(self.givens, np.random.default_rng(seed_for(self.problem_set.name, check.grade_id,
@@ -183,7 +190,9 @@ class Session:
             for aside in printed:
                 asides[aside] = asides.get(aside, 0) + 1
         for (what, text), count in asides.items():
-            _print_aside(f"{check.answer} {what}" + (f" on {count} calls" if count > 1 else ""), text)
+            said = {"printed": ngettext("{name} printed", "{name} printed on {count} calls", count),
+                    "warned": ngettext("{name} warned", "{name} warned on {count} calls", count)}[what]
+            _print_aside(said.format(name=check.answer, count=count), text)
         failed, verdict = check.first_failure(outcomes, calls, reveal=False)
         if failed is not None and isinstance(outcomes[failed], Raised):
             print(outcomes[failed].traceback, end="")  # the student's own error, in their own frames
@@ -215,7 +224,7 @@ class Session:
 
     def summary(self) -> None:
         """Print every check of the problem set: passed, failed (and why) or not run yet."""
-        lines = [f"Summary of {self.problem_set.title} ({self.solver.describe()}):"]
+        lines = [_("Summary of {title} ({who}):").format(title=_(self.problem_set.title), who=self.solver.describe())]
         earned = possible = 0.0
         width = max(len(c.grade_id) for c in self.problem_set.checks)
         hidden_points = 0.0
@@ -226,18 +235,21 @@ class Session:
             possible += check.points
             verdict = self.verdicts.get(check.grade_id)
             if verdict is None:
-                lines.append(f"  - {check.grade_id:<{width}}  not run yet")
+                lines.append(f"  - {check.grade_id:<{width}}  {_('not run yet')}")
             elif verdict.passed:
                 earned += check.points
                 lines.append(f"  {GREEN}\u2713{RESET} {check.grade_id:<{width}}")
             else:
                 first_line = verdict.message.splitlines()[0]
                 lines.append(f"  {RED}\u2717{RESET} {check.grade_id:<{width}}  {first_line}")
-        lines.append(f"{earned:g} of {possible:g} points from the checks above.")
+        lines.append(_("{earned} of {possible} points from the checks above.").format(
+            earned=f"{earned:g}", possible=f"{possible:g}"))
         if hidden_points:
-            many = "1 more point comes" if hidden_points == 1 else f"{hidden_points:g} more points come"
-            lines.append(f"{many} from checks run only when your notebook is graded: "
-                         "they test the same things on other inputs.")
+            lines.append(ngettext("{count} more point comes from checks run only when your notebook is graded: they "
+                                  "test the same things on other inputs.",
+                                  "{count} more points come from checks run only when your notebook is graded: "
+                                  "they test the same things on other inputs.",
+                                  1 if hidden_points == 1 else 2).format(count=f"{hidden_points:g}"))
         print("\n".join(lines))
 
 

@@ -32,13 +32,24 @@ from qkv.attention import scaled_dot_product_attention, softmax
 from qkv.multihead import Head
 from qkv.trace import trace_head
 
+from .language import _
+
 
 @dataclass(frozen=True)
 class Slip:
-    """One typical mistake: a short ``key`` and the ``advice`` a student reads when it is found."""
+    """One typical mistake: a short ``key`` and, in English, the advice a student reads when it is found.
+
+    ``make translations`` extracts the advice of every ``Slip(...)`` as a message; :attr:`advice` gives
+    it in the current language (:mod:`qkv_exercises.language`).
+    """
 
     key: str
-    advice: str
+    english: str
+
+    @property
+    def advice(self) -> str:
+        """The advice in the current language."""
+        return _(self.english)
 
 
 # Units of memory, shared by the problem sets that count bytes (10: the weights; 13: the cache).

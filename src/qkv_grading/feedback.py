@@ -18,6 +18,11 @@ The page loads nothing but MathJax, from the feedback folder (``_mathjax/``, bes
 student folders), and its Content-Security-Policy allows no other script, no inline
 script and no connection anywhere.
 
+The page speaks the submission's language (``Graded.language``, :mod:`qkv_grading.judging`):
+its own words through :func:`qkv_exercises.language._` (so they share the checks' catalogue), and
+the instructor's markdown translated from the problem set's catalogue in the course folder
+(:mod:`qkv_grading.translation`); its ``lang`` says which.
+
 The autograded notebook (``autograded/<student>/<problem set>/<notebook>.ipynb``) is the
 notebook as it ran, for nbgrader's formgrader and the instructor: the source's cells with
 their nbgrader metadata, the student's code cells with the text outputs the sandbox handed
@@ -33,10 +38,16 @@ import html
 import shutil
 from pathlib import Path
 
+from qkv_book.language import speaking
+from qkv_exercises.language import _
+
+from . import translation
 from .jobs import Plan, RunCell
 from .judging import Graded
 from .markup import inert_markdown
 from .safe_text import stored
+
+HTML_LANGUAGES = {"en": "en", "zh-TW": "zh-Hant-TW"}
 
 MAX_SHOWN = 10_000  # characters of one cell's source or one output block
 MAX_PAGE = 2_000_000  # characters of page after which the notebook is no longer shown
@@ -71,7 +82,7 @@ def escaped(text: str, limit: int = MAX_SHOWN) -> str:
     """``text`` as HTML text: made safe (:func:`safe_text.stored`), cut at ``limit`` characters, escaped."""
     text = stored(text)
     if len(text) > limit:
-        text = text[:limit] + f"\n... ({len(text) - limit} more characters not shown)"
+        text = text[:limit] + "\n... " + _("({count} more characters not shown)").format(count=len(text) - limit)
     return html.escape(text, quote=True)
 
 
@@ -89,63 +100,82 @@ def _output_html(item: dict) -> str:
         return f'<pre class="output error">{escaped(item["text"] or item["ename"] + ": " + item["evalue"])}</pre>'
     text = item["text"]
     if item.get("omitted"):
-        text += f"\n[{', '.join(item['omitted'])} output not shown]"
+        text += "\n" + _("[{kinds} output not shown]").format(kinds=", ".join(item["omitted"]))
     css = "output error" if kind == "stderr" else "output"
     return f'<pre class="{css}">{escaped(text)}</pre>'
 
 
-def _cell_html(cell: RunCell, graded: Graded) -> str:
+def _cell_html(cell: RunCell, graded: Graded, translate) -> str:
     outputs = "".join(_output_html(o) for o in graded.outputs.get(cell.job_id, ())) if cell.job_id is not None else ""
     if cell.kind == "markdown":
-        return f'<div class="cell instructor">{instructor_markdown(cell.source)}</div>'
+        return f'<div class="cell instructor">{instructor_markdown(translate(cell.source))}</div>'
     if cell.kind == "test":
         result = graded.checks.get(cell.grade_id)
         sc = cell.source_cell
-        status, css = ("passed", "passed") if result and result.passed else ("failed", "failed")
+        css = "passed" if result and result.passed else "failed"
         points = f"{result.points:g} / {result.max_points:g}" if result else f"0 / {sc.points:g}"
-        title = f"{'Hidden test' if sc.hidden else 'Test'} {sc.grade_id}: {status}, {points} points"
+        title = {("passed", False): _("Test {grade_id}: passed, {points} points"),
+                 ("failed", False): _("Test {grade_id}: failed, {points} points"),
+                 ("passed", True): _("Hidden test {grade_id}: passed, {points} points"),
+                 ("failed", True): _("Hidden test {grade_id}: failed, {points} points")}[css, sc.hidden].format(
+            grade_id=sc.grade_id, points=points)
         return (f'<div class="cell test"><div class="label {css}">{escaped(title)}</div>'
                 f"<pre>{escaped(sc.released_source)}</pre>{outputs}"
                 f'<pre class="output {css}">{escaped(result.message if result else "")}</pre></div>')
-    labels = {"instructor": "given", "answer": f"your answer ({cell.grade_id})", "manual": f"your answer ({cell.grade_id})",
-              "student-id": "your student id", "student": "your own cell",
-              "student-markdown": "your own text", "answer-markdown": f"your answer ({cell.grade_id})",
-              "manual-markdown": f"your answer ({cell.grade_id})"}
+    answer = _("your answer ({grade_id})").format(grade_id=cell.grade_id)
+    labels = {"instructor": _("given"), "answer": answer, "manual": answer, "student-id": _("your student id"),
+              "student": _("your own cell"), "student-markdown": _("your own text"), "answer-markdown": answer,
+              "manual-markdown": answer}
     return (f'<div class="cell"><div class="label">{escaped(labels.get(cell.kind, cell.kind))}</div>'
             f"<pre>{escaped(cell.source)}</pre>{outputs}</div>")
 
 
-def feedback_html(plan: Plan, graded: Graded) -> str:
-    """The feedback page of one graded submission (see the module docstring)."""
-    score = f"{plan.name} (Score: {graded.score:.1f} / {graded.max_score:.1f})"
+def feedback_html(plan: Plan, graded: Graded, course_root: Path | None = None) -> str:
+    """The feedback page of one graded submission (see the module docstring), in ``graded.language``; the
+    markdown of the course at ``course_root`` translated (without it, the source's own words)."""
+    with speaking(graded.language):
+        catalogue = translation.problem_set_gettext(course_root, plan.name, graded.language) if course_root else None
+        translate = (lambda text: translation.translate_markdown(text, catalogue)) if catalogue else (lambda t: t)
+        return _feedback_html(plan, graded, translate, HTML_LANGUAGES.get(graded.language, "en"))
+
+
+def _feedback_html(plan: Plan, graded: Graded, translate, html_language: str) -> str:
+    title = _(plan.problem_set.title)
+    score = _("{name} (Score: {score} / {max_score})").format(name=plan.name, score=f"{graded.score:.1f}",
+                                                              max_score=f"{graded.max_score:.1f}")
+    hidden = " " + _("(hidden)")
     rows = "".join(
-        f'<tr><td>{escaped(c.grade_id)}{" (hidden)" if c.hidden else ""}</td>'
+        f'<tr><td>{escaped(c.grade_id)}{escaped(hidden) if c.hidden else ""}</td>'
         f'<td class="{"passed" if c.passed else "failed"}">{c.points:g} / {c.max_points:g}</td>'
         f"<td><pre>{escaped(c.message, 2000)}</pre></td></tr>"
         for c in graded.checks.values())
     notes = "".join(f"<li>{escaped(n, 1000)}</li>" for n in graded.notes)
+    student = f"<strong>{escaped(graded.student, 200)}</strong>"
     parts = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        "<!DOCTYPE html>", f'<html lang="{html_language}"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{escaped(plan.problem_set.title)}: feedback for {escaped(graded.student, 200)}</title>",
+        f"<title>{escaped(_('{title}: feedback for {student}').format(title=title, student=graded.student), 400)}"
+        "</title>",
         f"<style>{STYLE}</style>",
         f'<script src="../../{MATHJAX}/config.js"></script>',
         f'<script defer src="../../{MATHJAX}/tex-svg.js"></script>',
         '</head><body class="page">',
-        f'<h1 class="instructor">{escaped(plan.problem_set.title)}</h1>',
-        f"<p>Feedback for <strong>{escaped(graded.student, 200)}</strong>. <strong>{escaped(score)}</strong></p>",
+        f'<h1 class="instructor">{escaped(title)}</h1>',
+        # The student's name goes in after escaping, so that a translation cannot unescape it.
+        f"<p>{escaped(_('Feedback for {student}.')).replace('{student}', student)} <strong>{escaped(score)}</strong></p>",
     ]
     if notes:
-        parts.append(f'<h2>Notes</h2><ul class="notes">{notes}</ul>')
-    parts.append(f"<h2>Checks</h2><table><tr><th>check</th><th>points</th><th>message</th></tr>{rows}</table>")
+        parts.append(f'<h2>{escaped(_("Notes"))}</h2><ul class="notes">{notes}</ul>')
+    headings = "".join(f"<th>{escaped(word)}</th>" for word in (_("check"), _("points"), _("message")))
+    parts.append(f"<h2>{escaped(_('Checks'))}</h2><table><tr>{headings}</tr>{rows}</table>")
     if graded.gradable:
-        parts.append("<h2>Your notebook, as graded</h2>")
+        parts.append(f"<h2>{escaped(_('Your notebook, as graded'))}</h2>")
         length = sum(map(len, parts))
         for cell in graded.cells:
-            block = _cell_html(cell, graded)
+            block = _cell_html(cell, graded, translate)
             if length + len(block) > MAX_PAGE:
-                parts.append("<p>The rest of the notebook is not shown: the page would be too long.</p>")
+                parts.append(f"<p>{escaped(_('The rest of the notebook is not shown: the page would be too long.'))}</p>")
                 break
             parts.append(block)
             length += len(block)
@@ -153,12 +183,14 @@ def feedback_html(plan: Plan, graded: Graded) -> str:
     return "\n".join(parts)
 
 
-def write_feedback(feedback_root: Path, plan: Plan, graded: Graded) -> Path:
+def write_feedback(feedback_root: Path, plan: Plan, graded: Graded, course_root: Path | None = None) -> Path:
+    """Write the feedback page of ``graded`` into ``feedback_root/<student>/<problem set>/`` (see
+    :func:`feedback_html`); its path."""
     folder = Path(feedback_root) / graded.student / plan.name
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     target = folder / f"{plan.notebook}.html"
-    target.write_text(feedback_html(plan, graded), encoding="utf-8")
+    target.write_text(feedback_html(plan, graded, course_root), encoding="utf-8")
     return target
 
 

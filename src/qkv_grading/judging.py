@@ -9,14 +9,20 @@ process's own qkv and the givens of the variant the submission is graded with. V
 checks state their expected values (``reveal=True``: the student reads them in the
 feedback after grading); hidden checks never do. The whole of judging one submission
 stays within its time budget (:class:`~qkv_grading.run_record.Budget`).
+
+Every check is judged in the submission's language (:func:`submission_language`: the ``LANGUAGE``
+its first cell passed to ``start()``, else its notebook's metadata, else English), inside
+:func:`qkv_book.language.speaking`, so that its messages, and the feedback page, speak it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from qkv_book.language import ENGLISH, speaking
 from qkv_exercises import answers
 from qkv_exercises.checking import Verdict
+from qkv_exercises.language import typed_language
 from qkv_exercises.checks import FunctionCheck, Raised, Returned
 
 from .jobs import Plan, RunCell, calls_of, givens_of
@@ -48,6 +54,7 @@ class Graded:
     notes: list[str] = field(default_factory=list)
     max_score: float = 0.0
     gradable: bool = True
+    language: str = ENGLISH  # the submission's: its checks' messages and its feedback page speak it
 
     @property
     def score(self) -> float:
@@ -72,15 +79,37 @@ def clean_outputs(entry: CellRecord | None) -> list[dict]:
     return items
 
 
+def submission_language(solved_for, notebook_language: str | None = None) -> str:
+    """The language a submission speaks: the ``LANGUAGE`` its last ``start()`` call passed (``solved_for``,
+    from its run record), else ``notebook_language`` (its metadata's), else English. Never raises: a
+    language the course does not speak counts as none."""
+    typed = solved_for[-1][3] if solved_for and len(solved_for[-1]) > 3 else ""
+    try:
+        chosen = typed_language(typed)
+    except ValueError:
+        chosen = None
+    return chosen or notebook_language or ENGLISH
+
+
 def judge(plan: Plan, student: str, key: str, cells: list[RunCell], record: RunRecord, limits, *,
-          variant_id: str | None = None, budget: Budget | None = None) -> Graded:
+          variant_id: str | None = None, budget: Budget | None = None,
+          notebook_language: str | None = None) -> Graded:
     """Points and messages for one submission, from its run record (see :func:`sandbox.run_job`).
 
     ``variant_id`` is the id whose numbers the submission is graded with (``student`` when
-    None); raises :class:`~qkv_grading.run_record.OverBudget` when ``budget`` runs out.
+    None); ``notebook_language`` the language its metadata gives (see :func:`submission_language`).
+    Raises :class:`~qkv_grading.run_record.OverBudget` when ``budget`` runs out.
     """
-    variant_id = variant_id or student
-    budget = budget or Budget(float("inf"))
+    language = submission_language(record.solved_for, notebook_language)
+    with speaking(language):
+        graded = _judge(plan, student, key, cells, record, limits, variant_id or student,
+                        budget or Budget(float("inf")))
+    graded.language = language
+    return graded
+
+
+def _judge(plan: Plan, student: str, key: str, cells: list[RunCell], record: RunRecord, limits,
+           variant_id: str, budget: Budget) -> Graded:
     graded = Graded(student, plan.name, cells, max_score=plan.max_score)
     givens = givens_of(plan, variant_id)
     by_job = {c.job_id: c for c in cells if c.job_id is not None}
@@ -125,9 +154,11 @@ def judge(plan: Plan, student: str, key: str, cells: list[RunCell], record: RunR
     return graded
 
 
-def refused(plan: Plan, student: str, cells: list[RunCell], reason: str) -> Graded:
+def refused(plan: Plan, student: str, cells: list[RunCell], reason: str,
+            notebook_language: str | None = None) -> Graded:
     """A submission whose run record was refused (:class:`~qkv_grading.run_record.RecordRefused`): 0 points."""
-    graded = Graded(student, plan.name, cells, max_score=plan.max_score)
+    graded = Graded(student, plan.name, cells, max_score=plan.max_score,
+                    language=submission_language((), notebook_language))
     graded.notes.append(f"what its sandbox handed back was refused, so no check could be judged: {reason}")
     for cell in cells:
         if cell.kind == "test":

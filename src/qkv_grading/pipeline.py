@@ -48,11 +48,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from qkv_exercises.language import metadata_language
 from qkv_exercises.problem_sets import order as problem_set_order
 
 from . import collect as collecting
 from . import feedback as feedbacks
-from . import cluster, gradebook, jobs, judging, private_files, run_record, sandbox
+from . import cluster, gradebook, jobs, judging, private_files, run_record, sandbox, translation
 from .collect import Submission
 from .journal import Journal, result_key
 from .safe_text import for_terminal
@@ -186,10 +187,15 @@ def release(course: Course, out: Printer = print, problem_sets: list[str] | None
     return released
 
 
-def problem_set_title(folder: Path) -> str:
-    """The first heading of the problem set's first notebook, without its '#' marks."""
+def problem_set_title(folder: Path, language: str = "en") -> str:
+    """The first heading of the problem set's first notebook, without its '#' marks, in ``language`` (the
+    folder's course holds the translations, :mod:`qkv_grading.translation`)."""
     for path in sorted(Path(folder).glob("*.ipynb")):
-        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        if language != "en":
+            notebook = translation.translated_notebook(notebook, Path(folder).parent.parent, Path(folder).name,
+                                                       language)
+        for cell in notebook["cells"]:
             if cell["cell_type"] == "markdown":
                 for line in "".join(cell["source"]).splitlines():
                     if line.startswith("#"):
@@ -208,11 +214,14 @@ def problem_set_points(folder: Path) -> float:
     return total
 
 
-def release_zips(source_course: Path, out_dir: Path) -> list[Path]:
+def release_zips(source_course: Path, out_dir: Path, language: str = "en") -> list[Path]:
     """Release every problem set in a temporary copy of the course and zip each one into ``out_dir``.
 
     The course folder itself is not touched (so parallel builds never collide). Each
-    zip holds one folder, ``<problem set>/``, with the student notebooks.
+    zip holds one folder, ``<problem set>/``, with the student notebooks, in ``language``: in
+    another language than English the copy's source notebooks are translated first
+    (:func:`translation.translated_notebook`: the markdown only, so the release has the same code
+    and nbgrader metadata in every language).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -221,7 +230,13 @@ def release_zips(source_course: Path, out_dir: Path) -> list[Path]:
         shutil.copytree(source_course, copy, ignore=shutil.ignore_patterns(
             "release", "submitted", "autograded", "feedback", "downloaded", "gradebook.db", "*.csv",
             ".grading", ".ipynb_checkpoints", "__pycache__"))
-        released = release(Course(copy), out=lambda line: None)
+        course = Course(copy)
+        for name in course.problem_sets() if language != "en" else ():
+            for path in (course.root / "source" / name).glob("*.ipynb"):
+                notebook = json.loads(path.read_text(encoding="utf-8"))
+                path.write_text(json.dumps(translation.translated_notebook(notebook, course.root, name, language),
+                                           ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        released = release(course, out=lambda line: None)
         zips = []
         for item in released:
             target = out_dir / f"{item.name}.zip"
@@ -267,6 +282,7 @@ class Task:
     cells: list
     job: dict | None
     key: str
+    language: str | None = None  # what the submitted notebook's metadata says it speaks
 
 
 def plans_for(course: Course, problem_sets: set[str], out: Printer) -> dict[str, jobs.Plan | str]:
@@ -512,7 +528,8 @@ class Grading:
         cells, notes = jobs.arrange(plan, nb)
         sub.notes.extend(n for n in notes if n not in sub.notes)
         job = jobs.build_job(plan, cells, sub.student, self.key, variant_id=sub.numbers_of)
-        return Task(sub, plan, cells, job, result_key(job, sandbox.runtime_digest(), self.limits.as_dict()))
+        return Task(sub, plan, cells, job, result_key(job, sandbox.runtime_digest(), self.limits.as_dict()),
+                    metadata_language(nb.get("metadata")))
 
     def receive(self, task: Task, data: bytes, rerun: bool = False) -> None:
         """One record back from a sandbox: decoded within the submission's time budget, then finished here,
@@ -557,11 +574,11 @@ class Grading:
         if record is not None:
             try:
                 graded = judging.judge(plan, sub.student, self.key, task.cells, record, self.limits,
-                                       variant_id=sub.numbers_of, budget=budget)
+                                       variant_id=sub.numbers_of, budget=budget, notebook_language=task.language)
             except run_record.OverBudget as err:
                 record, refused = None, str(err)
         if graded is None or record is None:
-            graded = judging.refused(plan, sub.student, task.cells, refused or "no record")
+            graded = judging.refused(plan, sub.student, task.cells, refused or "no record", task.language)
         graded.notes = sub.notes + graded.notes
         old = self.writer.score_of(sub.student, plan.name)
         graded.notes += self.writer.record(graded, plan.notebook, sub.timestamp, sub.platform_name)
@@ -578,7 +595,7 @@ class Grading:
             json.dumps(feedbacks.autograded_notebook(plan, graded), ensure_ascii=False, indent=1), encoding="utf-8")
         if sub.timestamp:
             (folder / "timestamp.txt").write_text(sub.timestamp, encoding="utf-8")
-        feedbacks.write_feedback(self.course.root / "feedback", plan, graded)
+        feedbacks.write_feedback(self.course.root / "feedback", plan, graded, self.course.root)
         if record is not None and not from_journal:
             self.journals[plan.name].append(task.key, sub.student, run_record.encode(record))
         sub.trusted_seconds += time.thread_time() - started

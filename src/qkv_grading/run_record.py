@@ -25,7 +25,7 @@ The record's fields (``RunRecord.as_dict``):
 - ``cells``: one entry per job cell that ended, in order (:class:`CellRecord`);
 - ``in_cell``: the job cell that was running when the run stopped (null when finished);
 - ``exit_code``, ``signal``, ``seconds``, ``reason``, ``stderr`` (its last characters);
-- ``solved_for``: the ``(problem set, STUDENT_ID, PRACTICE)`` of the notebook's last
+- ``solved_for``: the ``(problem set, STUDENT_ID, PRACTICE, LANGUAGE)`` of the notebook's last
   ``start()`` call, as it passed them;
 - ``dropped``: how many lines the notebook sent that were not the runner's records.
 

@@ -32,9 +32,10 @@ another process or on a Dask worker. It starts ``bwrap`` (Debian's ``bubblewrap`
 As root, the job runs as an unprivileged user of its own (:mod:`qkv_grading.identities`:
 a uid that no other sandbox on the machine holds meanwhile, whichever grader started it).
 Without root (an instructor's laptop, a Dask worker's user) bwrap makes an unprivileged
-user namespace and the job runs as the grader's own uid: the process limit then counts all
-of that user's processes, files readable by that user under ``/usr`` and the Python prefix
-stay readable, and memory is bounded per process only unless the machine delegates a
+user namespace and the job runs as the grader's own uid: the process limit counts the
+sandbox's own processes where the kernel counts it per user namespace (Linux 5.14 on,
+:func:`processes_counted_per_sandbox`), else all of that user's processes; files readable
+by that user under ``/usr`` and the Python prefix stay readable, and memory is bounded per process only unless the machine delegates a
 cgroup (:func:`weaker_without_root`).
 
 Nothing of one sandbox outlives it: its files are in its tmpfs, its IPC in its namespace,
@@ -112,10 +113,26 @@ def privileged() -> bool:
 
 
 def weaker_without_root() -> str:
+    shared = "" if processes_counted_per_sandbox() else "the process limit counts all your processes and the sandboxes "\
+                                                         "share it, and "
     return ("not running as root: each submission runs as your own user in an unprivileged user namespace, so "
-            "the process limit counts all your processes and the sandboxes share it, and files your user may read "
-            "under /usr and the Python installation are readable to submissions; run `make grade` as root (for "
-            "example in a container) for one unprivileged user per sandbox")
+            f"{shared}files your user may read under /usr and the Python installation are readable to submissions; "
+            "run `make grade` as root (for example in a container) for one unprivileged user per sandbox")
+
+
+@functools.cache
+def processes_counted_per_sandbox() -> bool:
+    """Whether, without root, the kernel counts a sandbox's process limit over the processes of its
+    own user namespace only (Linux 5.14 on), rather than over every process of the grader's user.
+
+    Told by a probe: a sandbox of three processes (bwrap's first one, a shell and what it starts)
+    under a limit of three, which fails where the grader's own processes count too."""
+    if privileged():
+        return False  # as root each sandbox has a user of its own: the question does not arise
+    probe = subprocess.run(["bwrap", "--ro-bind", "/usr", "/usr", *_lib_links(), "--unshare-pid",
+                            *_user_namespace_flags(), "--die-with-parent", "--", "/usr/bin/prlimit", "--nproc=3",
+                            "/bin/sh", "-c", "/usr/bin/true"], capture_output=True)
+    return probe.returncode == 0
 
 
 def isolation() -> str:
@@ -294,8 +311,8 @@ def bwrap_command(uid: int | None, limits: Limits, descriptors: dict[str, int]) 
     if uid is not None:
         command += ["--cap-add", "CAP_SETUID,CAP_SETGID", "--", "/usr/bin/setpriv", f"--reuid={uid}",
                     f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"]
-    else:
-        processes += _processes_of(os.getuid())
+    else:  # the sandbox runs as this user: bwrap's first process in it counts too
+        processes += 1 if processes_counted_per_sandbox() else _processes_of(os.getuid())
         command += ["--"]
     command += ["/usr/bin/prlimit", f"--nproc={processes}", f"--as={int(limits.memory)}",
                 f"--fsize={int(limits.file_size)}", f"--cpu={int(limits.notebook_seconds) + 5}",

@@ -182,6 +182,8 @@ class Runner:
         givens = {name: answers.decode(data) for name, data in self.job["givens"].items()}
         qkv_exercises._install(givens, self.job.get("display_methods", ()))
         self.shell = self.make_shell()
+        # A first cell written before the notebooks had LANGUAGE still runs with their set-up cell.
+        self.shell.user_ns.setdefault("LANGUAGE", "")
         sys.stdout, sys.stderr = Stream(self, "stdout"), Stream(self, "stderr")
         signal.signal(signal.SIGALRM, self.alarm)
         self.reported = 0

@@ -23,7 +23,8 @@ import copy
 
 _GIVENS: dict = {}
 _DISPLAY_METHODS: tuple = ()
-_solved_for: list = []  # (problem set, STUDENT_ID, PRACTICE) of each start() call, as the notebook passed them
+# (problem set, STUDENT_ID, PRACTICE, LANGUAGE) of each start() call, as the notebook passed them
+_solved_for: list = []
 
 
 def _install(givens: dict, display_methods) -> None:
@@ -51,7 +52,8 @@ class Session:
                              f"{', '.join(sorted(_GIVENS))}")
 
 
-def start(problem_set, student_id="", practice=1) -> Session:
-    """The problem set ``problem_set`` with the grader's givens; records whom the notebook named."""
-    _solved_for.append((str(problem_set)[:200], str(student_id)[:200], str(practice)[:50]))
+def start(problem_set, student_id="", practice=1, language="") -> Session:
+    """The problem set ``problem_set`` with the grader's givens; records whom the notebook named, and the
+    language its first cell chose (the grader's feedback speaks it)."""
+    _solved_for.append((str(problem_set)[:200], str(student_id)[:200], str(practice)[:50], str(language)[:50]))
     return Session(str(problem_set))

@@ -33,7 +33,8 @@ def as_root():
     """The attacks run as root: one sandbox that tries everything, then one that looks for what it left."""
     if not sandbox.privileged():
         pytest.skip("runs as root (CI); the unprivileged run is test_without_root_*")
-    first = sandbox.run_job(job("user namespace", "kernel keys", "writable places", "left behind"), LIMITS)
+    first = sandbox.run_job(job("user namespace", "kernel keys", "writable places", "processes", "left behind"),
+                            LIMITS)
     uid = int(next(line for line in printed(first) if line.startswith("left behind: uid")).split()[-1])
     # Its processes, and any under its identity unless another grader holds that identity again.
     after = {"processes": left_behind("\n".join(printed(first))), "leftovers": identities.leftover_processes().get(uid)}
@@ -49,6 +50,7 @@ def test_as_root_no_user_namespace_key_or_writable_place_outside_the_limits(as_r
     assert [line.split()[-1] for line in lines if "writable places: size" in line] == [
         str(LIMITS.workspace), str(LIMITS.shared_memory)]
     assert sum("writable places: full" in line for line in lines) == 2, "\n".join(lines)
+    assert f"processes: forked {LIMITS.processes - 1}" in lines, "\n".join(lines)
 
 
 def test_as_root_nothing_of_a_sandbox_is_left_for_the_next(as_root):
@@ -113,20 +115,23 @@ def test_a_sandbox_is_bounded_in_memory_as_a_whole():
 def as_grader():
     """The attacks run by a real unprivileged user (grading without root)."""
     user = local_user(GRADER)
-    code = ("import json, sys\nfrom qkv_grading import sandbox\nfrom tests.sandbox_attacks import left_behind, printed\n"
-            "limits = sandbox.Limits(**json.loads(sys.argv[1]))\n"
+    # Other processes of the grader's user run meanwhile (twenty, as a Dask worker's would).
+    code = ("import json, subprocess, sys\nfrom qkv_grading import sandbox\n"
+            "from tests.sandbox_attacks import left_behind, printed\nlimits = sandbox.Limits(**json.loads(sys.argv[1]))\n"
+            "others = [subprocess.Popen(['sleep', '300']) for _ in range(20)]\n"
             "first = sandbox.run_job(json.loads(sys.argv[2]), limits)\nleft = left_behind('\\n'.join(printed(first)))\n"
+            "for other in others:\n    other.kill()\n"
             "second = sandbox.run_job(json.loads(sys.argv[3]), limits)\n"
             "print(json.dumps({'first': first.decode('ascii'), 'second': second.decode('ascii'), 'left': left,\n"
-            "                  'isolation': sandbox.isolation()}))")
+            "                  'isolation': sandbox.isolation(), 'per_sandbox': sandbox.processes_counted_per_sandbox()}))")
     done = run_as(user, [sys.executable, "-c", code, json.dumps(LIMITS.as_dict()),
-                         json.dumps(job("user namespace", "kernel keys", "writable places", "left behind")),
+                         json.dumps(job("user namespace", "kernel keys", "writable places", "processes", "left behind")),
                          json.dumps(job("what is left"))], reachable=[], env={"HOME": "/nonexistent"},
                   cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.splitlines()[-1])
     return {"first": found["first"].encode("ascii"), "second": found["second"].encode("ascii"),
-            "isolation": found["isolation"], "uid": user.pw_uid, "left": found["left"],
+            "isolation": found["isolation"], "uid": user.pw_uid, "left": found["left"], "per_sandbox": found["per_sandbox"],
             "left_now": left_behind("\n".join(printed(found["first"].encode("ascii"))))}
 
 
@@ -138,6 +143,9 @@ def test_without_root_no_user_namespace_key_or_writable_place_outside_the_limits
     assert [line.split()[-1] for line in lines if "writable places: size" in line] == [
         str(LIMITS.workspace), str(LIMITS.shared_memory)]
     assert f"left behind: uid {as_grader['uid']}" in lines
+    # As many as as root, whatever else the grader's user runs (on Linux 5.14 on: counted per sandbox).
+    if as_grader["per_sandbox"]:
+        assert f"processes: forked {LIMITS.processes - 1}" in lines, "\n".join(lines)
 
 
 def test_without_root_nothing_of_a_sandbox_is_left_for_the_next(as_grader):

@@ -70,7 +70,7 @@ class OnlineSoftmaxExample:
 
     @property
     def reversed_blocks(self) -> tuple[np.ndarray, np.ndarray]:
-        """The same scores in the other order, cut after as many: the largest score then comes last."""
+        """The same scores in the other order, cut after as many, so that the largest score comes last."""
         backwards = self.scores[::-1]
         return backwards[: self.split].copy(), backwards[self.split:].copy()
 

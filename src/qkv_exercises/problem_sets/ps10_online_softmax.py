@@ -42,6 +42,7 @@ from ..functions import (
     random_halves,
     random_online_calls,
 )
+from ..language import N_
 
 FLASH_RIGHT = "Memory and memory traffic: it never stores the n x n weights, and its output is exact."
 FLASH_OPTIONS = {  # option -> what choosing it means (the right one: "")
@@ -103,7 +104,7 @@ _online_check = function_checks("online_softmax", judge_online_softmax, explain_
 
 PROBLEM_SET = ProblemSet(
     name="ps10_online_softmax",
-    title="Problem set 10: what attention costs, and online softmax",
+    title=N_("Problem set 10: what attention costs, and online softmax"),
     givens=givens,
     checks=(
         _state("state_1", "blocks", 1, "state_1 is [m, l] after block 1, each within 0.01."),

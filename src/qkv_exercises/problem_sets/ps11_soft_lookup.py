@@ -28,6 +28,7 @@ from ..functions import (
     random_halves,
     random_kernel_calls,
 )
+from ..language import N_
 
 KEYS = ("k1", "k2", "k3")
 VALUES = ("v1", "v2", "v3")
@@ -109,7 +110,7 @@ def _far_away(g, rng) -> list:
 
 PROBLEM_SET = ProblemSet(
     name="ps11_soft_lookup",
-    title="Problem set 11: attention as soft lookup",
+    title=N_("Problem set 11: attention as soft lookup"),
     givens=givens,
     checks=(
         _step("distances", "distances", "distances holds |q - k_j|^2 for the three keys, each within 0.01."),

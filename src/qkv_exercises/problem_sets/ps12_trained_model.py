@@ -32,6 +32,7 @@ from ..functions import (
     small_layer_call,
 )
 from .ps12_trained_model_slips import HEAD_COUNTED_FROM_0
+from ..language import N_
 
 PATTERN_OPTIONS = {  # the pattern a head follows -> the option that says so
     "previous token": "It is a previous-token head: in its map nearly every token puts most of its weight on "
@@ -126,7 +127,7 @@ _layer_check = function_checks("layer_attention", judge_layer_attention, explain
 
 PROBLEM_SET = ProblemSet(
     name="ps12_trained_model",
-    title="Problem set 12: attention in a trained model",
+    title=N_("Problem set 12: attention in a trained model"),
     givens=givens,
     checks=(
         _layer_check("layer_attention_your_sentence", _your_sentence,

@@ -40,6 +40,7 @@ from ..checking import CODE_TOLERANCE, HAND_TOLERANCE, Expectation, Verdict, jud
 from ..checks import Call, ProblemSet, Raised, ValueCheck, function_checks
 from ..expectations import WHOLE_NUMBER
 from ..functions import judge_boolean
+from ..language import N_
 from ..variants import VariantDraw, apart_from_seed
 from ..variants.delivery import grouped_readings
 from ..variants.inference import cache_gib, window_entries
@@ -485,7 +486,7 @@ def _your_gqa(g, rng) -> list[Call]:
 
 PROBLEM_SET = ProblemSet(
     name="ps13_inference",
-    title="Problem set 13: attention at inference",
+    title=N_("Problem set 13: attention at inference"),
     givens=givens,
     checks=(
         ValueCheck("new_key", "K_cache_3", _step("K_cache_3"),

@@ -29,6 +29,7 @@ from ..checking import CODE_TOLERANCE, HAND_TOLERANCE, Expectation, Verdict, jud
 from ..checks import Call, ProblemSet, Raised, ValueCheck, function_checks
 from ..slips import NO_SQRT_DK, Slip
 from ..variants import VariantDraw, apart_from_seed
+from ..language import N_
 
 TOKENS = ("外送", "晚到", "補償")
 QUERY = 2  # the row of 補償
@@ -343,7 +344,7 @@ _difference_check = function_checks(CENTRAL_DIFFERENCE, judge_central_difference
 
 PROBLEM_SET = ProblemSet(
     name="ps14_training",
-    title="Problem set 14: training attention",
+    title=N_("Problem set 14: training attention"),
     givens=givens,
     checks=(
         ValueCheck("gradient_at_weights", "dA_row", _hand("dA_row"),

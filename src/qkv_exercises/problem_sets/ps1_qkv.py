@@ -12,6 +12,7 @@ import numpy as np
 from .. import variants
 from ..checks import Choice, ChoiceCheck, ProblemSet, ValueCheck
 from ..expectations import choose_token, expect_head_step
+from ..language import N_
 
 
 def givens(variant: int) -> dict:
@@ -48,7 +49,7 @@ def _longest_key(g) -> Choice:
 
 PROBLEM_SET = ProblemSet(
     name="ps1_qkv",
-    title="Problem set 1: Q, K and V by hand",
+    title=N_("Problem set 1: Q, K and V by hand"),
     givens=givens,
     checks=(
         _step("Q", "q_head1", "Q1", "head_1", "Q1 is X W_Q + B_Q of head 1, each entry within 0.01."),

@@ -16,6 +16,7 @@ from qkv import linear, self_attention
 from .. import slips, variants
 from ..checks import Choice, ChoiceCheck, ProblemSet, ValueCheck
 from ..expectations import choose_token, expect_attention_step, expect_head_step
+from ..language import N_
 
 KEYS = ("k1", "k2", "k3")
 VALUES = ("v1", "v2", "v3")
@@ -71,7 +72,7 @@ _DESCRIPTIONS = {
 
 PROBLEM_SET = ProblemSet(
     name="ps2_scaled_dot_product",
-    title="Problem set 2: scaled dot-product attention by hand",
+    title=N_("Problem set 2: scaled dot-product attention by hand"),
     givens=givens,
     checks=(
         _single("S_raw", "scores_q1"),

@@ -21,6 +21,7 @@ from ..functions import (
     simulated_variance_judge,
 )
 from ..variants import VariantDraw
+from ..language import N_
 
 WIDTHS = (16, 25, 36, 49, 81, 100, 144)  # d_k with an easy square root (64 is the seed's)
 VARIANCES = (0.5, 2.0, 3.0, 4.0)  # never 1: Var(q.k / sqrt(d_k)) = variance^2 is then not the seed's 1
@@ -58,7 +59,7 @@ def _other_widths(g, rng) -> list:
 
 PROBLEM_SET = ProblemSet(
     name="ps3_sqrt_dk",
-    title="Problem set 3: why divide by sqrt(d_k)",
+    title=N_("Problem set 3: why divide by sqrt(d_k)"),
     givens=givens,
     checks=(
         ValueCheck("softmax_moderate_scores", "softmax_moderate",

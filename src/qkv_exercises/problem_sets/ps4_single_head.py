@@ -30,6 +30,7 @@ from ..functions import (
     softmax_call,
 )
 from ..variants import VariantDraw, apart_from_seed
+from ..language import N_
 
 SEED_VALUES = np.array([
     [2.0, 0.0],  # 中和
@@ -87,7 +88,7 @@ def _cross_calls(g, rng) -> list:
 
 PROBLEM_SET = ProblemSet(
     name="ps4_single_head",
-    title="Problem set 4: single-head attention",
+    title=N_("Problem set 4: single-head attention"),
     givens=givens,
     checks=(
         _softmax_check("softmax_one_row",

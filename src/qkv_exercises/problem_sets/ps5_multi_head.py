@@ -25,6 +25,7 @@ from ..functions import (
     split_call,
 )
 from ..variants import VariantDraw, apart_from_seed
+from ..language import N_
 
 SEED_MIXING = np.array([
     [0.5, 0.0, 1.0, 0.0],
@@ -102,7 +103,7 @@ def _merge_calls(g, rng) -> list:
 
 PROBLEM_SET = ProblemSet(
     name="ps5_multi_head",
-    title="Problem set 5: multi-head attention",
+    title=N_("Problem set 5: multi-head attention"),
     givens=givens,
     checks=(
         _head_2("V", "v_head2", "V2", "V2 is X W_V + B_V of head 2, each entry within 0.01."),

@@ -27,6 +27,7 @@ from ..expectations import (
 )
 from ..variants import VariantDraw, apart_from_seed
 from .ps6_maps_slips import MOST_NOT_LEAST
+from ..language import N_
 
 LATE, COMPENSATION = 1, 2  # 晚到 and 補償 among the tokens
 PATCH_SIZE = 2
@@ -112,7 +113,7 @@ def _least_attended_head2(g) -> Choice:
 
 PROBLEM_SET = ProblemSet(
     name="ps6_maps",
-    title="Problem set 6: reading attention maps",
+    title=N_("Problem set 6: reading attention maps"),
     givens=givens,
     checks=(
         ChoiceCheck("attends_most_to_late", "attends_most_to_late", _attends_most_to_late,

@@ -33,6 +33,7 @@ from ..functions import (
     random_masked_softmax_calls,
     random_padding_mask_calls,
 )
+from ..language import N_
 
 LATE = 1  # 晚到's index among the tokens
 
@@ -137,7 +138,7 @@ def _cross_and_large_calls(g, rng) -> list:
 
 PROBLEM_SET = ProblemSet(
     name="ps7_masks",
-    title="Problem set 7: masks and cross-attention",
+    title=N_("Problem set 7: masks and cross-attention"),
     givens=givens,
     checks=(
         _masked("E", "exponentials_late", "E_late",

@@ -30,6 +30,7 @@ from ..expectations import (
 )
 from ..functions import encoding_call, judge_encoding, random_encoding_calls
 from ..variants import VariantDraw
+from ..language import N_
 
 FORMULA_RIGHT = "P A P^T: the rows and the columns reordered."
 FORMULA_OPTIONS = {  # option -> what choosing it means (the right one: "")
@@ -121,7 +122,7 @@ _encoding_check = function_checks("sinusoidal_position_encoding", judge_encoding
 
 PROBLEM_SET = ProblemSet(
     name="ps8_position",
-    title="Problem set 8: order and position",
+    title=N_("Problem set 8: order and position"),
     givens=givens,
     checks=(
         ValueCheck("permutation_matrix", "P",

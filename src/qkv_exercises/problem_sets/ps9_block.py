@@ -29,6 +29,7 @@ from ..functions import (
     random_layer_norm_calls,
 )
 from ..variants import VariantDraw
+from ..language import N_
 
 # What each model does, in the words a wrong choice is explained with.
 POST_LN = {  # models that normalise after each residual sum
@@ -150,7 +151,7 @@ _layer_norm_check = function_checks("layer_norm", judge_layer_norm, explain_laye
 
 PROBLEM_SET = ProblemSet(
     name="ps9_block",
-    title="Problem set 9: the block around attention",
+    title=N_("Problem set 9: the block around attention"),
     givens=givens,
     checks=(
         ValueCheck("residual_sum", "r", _row_step("r", "r"),
