@@ -32,23 +32,24 @@ HEAD_COUNTED_FROM_0 = Slip(
     "heads are numbered from 1 in the question and Python counts from 0: head k is weights[k - 1].",
 )
 
-ONE_HEAD = ("divide the scores by sqrt(d_k), the width of ONE head: the columns of W_Q divided by num_heads "
-            "(Q.shape[-1] of one head's Q).")
-
 DIVIDED_BY_SQRT_OF_EVERY_HEAD = Slip(
     "divided_by_sqrt_of_every_head",
-    ONE_HEAD + " You divided by the square root of every given head's width together, num_heads * d_k.",
+    "divide the scores by sqrt(d_k), the width of ONE head: the columns of W_Q divided by num_heads "
+    "(Q.shape[-1] of one head's Q). You divided by the square root of every given head's width together, "
+    "num_heads * d_k.",
 )
 
 DIVIDED_BY_SQRT_D_MODEL = Slip(
     "divided_by_sqrt_d_model",
-    ONE_HEAD + " You divided by sqrt(d_model), the width of X.",
+    "divide the scores by sqrt(d_k), the width of ONE head: the columns of W_Q divided by num_heads "
+    "(Q.shape[-1] of one head's Q). You divided by sqrt(d_model), the width of X.",
 )
 
 D_K_FROM_D_MODEL = Slip(
     "d_k_from_d_model",
-    ONE_HEAD + " d_model / num_heads is d_k only when every head of the layer is given; here num_heads counts "
-    "only the heads you were given.",
+    "divide the scores by sqrt(d_k), the width of ONE head: the columns of W_Q divided by num_heads "
+    "(Q.shape[-1] of one head's Q). d_model / num_heads is d_k only when every head of the layer is "
+    "given; here num_heads counts only the heads you were given.",
 )
 
 LAYER_ATTENTION_SLIPS = (NO_SQRT_DK, DIVIDED_BY_SQRT_D_MODEL, DIVIDED_BY_SQRT_OF_EVERY_HEAD, D_K_FROM_D_MODEL,
