@@ -423,6 +423,7 @@ class PageVisit:
     layout: dict = dataclasses.field(default_factory=dict)
     figures: dict = dataclasses.field(default_factory=dict)
     chrome: dict = dataclasses.field(default_factory=dict)
+    math_fonts: dict = dataclasses.field(default_factory=dict)
 
 
 def new_page(browser, recorder: Recorder, **context_options):
@@ -446,6 +447,7 @@ def visit(browser, base: str, docname: str, screenshot_dir: Path | None) -> Page
         result.load_ms = max(t for t in (times["load"], times["mathDone"]) if t is not None)
         result.images = page.evaluate(IMAGES)
         result.math = page.evaluate(MATH, RAW_TEX)
+        result.math_fonts = page.evaluate(MATH_FONTS)
         result.layout = page.evaluate(LAYOUT)
         result.figures = page.evaluate(FIGURES)
         navigation = page.evaluate(NAVIGATION)
@@ -534,6 +536,26 @@ class FontCoverage:
 # Widths a reader's screen has: a laptop (the theme shows both sidebars) and a phone.
 WIDE = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
+
+# The MathJax fonts a page drew its math in (a font face is "loaded" once the page's layout used
+# it, not when a preload fetched it), as the files its stylesheets name, and the fonts it preloads.
+MATH_FONTS = """async () => {
+  await document.fonts.ready;
+  const files = {};
+  for (const sheet of document.styleSheets) {
+    for (const rule of sheet.cssRules) {
+      if (!(rule instanceof CSSFontFaceRule)) continue;
+      const family = rule.style.getPropertyValue('font-family').replace(/["']/g, '');
+      const src = /url\\("?([^")]+)"?\\)/.exec(rule.style.getPropertyValue('src'));
+      if (src) files[family] = new URL(src[1], sheet.href).href;
+    }
+  }
+  const drawn = [...document.fonts]
+    .filter((face) => face.status === 'loaded' && face.family.replace(/["']/g, '').startsWith('MJX'))
+    .map((face) => files[face.family.replace(/["']/g, '')] || face.family);
+  const preloaded = [...document.querySelectorAll('link[rel="preload"][as="font"]')].map((link) => link.href);
+  return {drawn, preloaded};
+}"""
 
 # What does not fit its box. Code blocks, display equations and tables are measured where they are
 # drawn: an element whose content is wider than the box that shows it (scrollWidth > clientWidth) is

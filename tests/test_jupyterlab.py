@@ -12,6 +12,9 @@ table of contents, runs all its cells, and reads what JupyterLab drew:
 - every ``show_source(...)`` cell shows that function's code;
 - no cell ends in an error.
 
+One problem set of the 繁體中文 edition is opened the same way, as its download from the built site,
+and run as a student first runs it: its checks, banner and summary speak Chinese.
+
 Nothing is fetched from outside 127.0.0.1: every other request is blocked and reported.
 """
 
@@ -22,13 +25,16 @@ import re
 import shutil
 import time
 import urllib.request
+import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
 from .browser_support import Recorder, chromium_for_a_module, jupyter
 from .test_chapter_sources import notebook_chapters
+from .test_exercises_messages_zh_tw import english_runs
 
 pytestmark = pytest.mark.slow
 
@@ -52,9 +58,15 @@ RUN_TIMEOUT_S = 180
 TIMINGS = {"attention_cost": {"slope"}}
 
 
+class Lab(NamedTuple):
+    base: str  # http://127.0.0.1:<port>/
+    token: str
+    folder: Path  # what the lab serves: a copy of book/, and what a test puts beside it
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """JupyterLab serving the repository on 127.0.0.1; yields ``(base_url, token)``."""
+    """JupyterLab serving a copy of the chapters on 127.0.0.1 (:class:`Lab`)."""
     home = tmp_path_factory.mktemp("lab")
     for name, values in LAB_SETTINGS.items():
         target = home / "settings" / name
@@ -64,7 +76,7 @@ def lab(tmp_path_factory):
     served = home / "course"
     shutil.copytree(ROOT / "book", served / "book", ignore=shutil.ignore_patterns("_build", ".ipynb_checkpoints"))
     with jupyter("lab", served, home, "--LabApp.news_url=") as (base, token):
-        yield base, token
+        yield Lab(base, token, served)
 
 
 @pytest.fixture(scope="module")
@@ -92,8 +104,9 @@ READ_NOTEBOOK = """() => {
 }"""
 
 
-def run_chapter(browser, lab, source: Path, screenshot: Path):
-    base, token = lab
+def run_chapter(browser, lab, source: Path, screenshot: Path, tree_path: str = ""):
+    """Open ``source`` (a chapter; or ``tree_path``, a notebook of the lab's folder) and run all its cells."""
+    base, token = lab.base, lab.token
     recorder = Recorder(base)
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(60_000)
@@ -101,7 +114,7 @@ def run_chapter(browser, lab, source: Path, screenshot: Path):
     recorder.attach(page)
     try:
         # ?reset: a fresh workspace, with this chapter as its only tab
-        page.goto(f"{base}lab/tree/{source.relative_to(ROOT).as_posix()}?reset&token={token}")
+        page.goto(f"{base}lab/tree/{tree_path or source.relative_to(ROOT).as_posix()}?reset&token={token}")
         page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=90_000)
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
         page.click(".jp-NotebookPanel .jp-Notebook")
@@ -148,7 +161,7 @@ def run_all(page):
 
 def shut_down_kernels(lab):
     """End every kernel the lab started, so that chapters do not pile up kernels."""
-    base, token = lab
+    base, token = lab.base, lab.token
     direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1, never a proxy
     with direct.open(f"{base}api/kernels?token={token}", timeout=30) as response:
         kernels = json.loads(response.read())
@@ -194,7 +207,7 @@ def test_chapter_runs_and_renders_in_jupyterlab(browser, lab, built_site, source
     screenshots.mkdir(parents=True, exist_ok=True)
     cells, recorder = run_chapter(browser, lab, source, screenshots / f"jupyterlab-{source.stem}.png")
     text = source.read_text(encoding="utf-8")
-    lab_socket = "WebSocket " + lab[0].replace("http://", "ws://")  # the kernel's own channels
+    lab_socket = "WebSocket " + lab.base.replace("http://", "ws://")  # the kernel's own channels
     problems = [f"request leaving the lab server (blocked): {r}" for r in recorder.outside
                 if not r.startswith(lab_socket)]
     markdown = [c for c in cells if c["type"] == "markdown"]
@@ -237,3 +250,32 @@ def test_chapter_runs_and_renders_in_jupyterlab(browser, lab, built_site, source
         if not re.search(rf"\b(?:def|class) {re.escape(name)}\b", code_shown):
             problems.append(f"show_source({dotted}) shows no code for {name}")
     assert not problems, f"{source.name} in JupyterLab:\n  " + "\n  ".join(problems)
+
+
+ZH_PROBLEM_SET = "ps1_qkv"
+HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+
+
+def test_a_chinese_problem_set_runs_in_jupyterlab_and_its_checks_speak_chinese(browser, lab, built_site):
+    """The 繁體中文 download of problem set 1 (``zh-TW/exercises/ps1_qkv.zip`` of the built site), opened in
+    JupyterLab and run before any answer is written: every cell runs, and what the checks print (the
+    banner, each verdict, the summary) is Chinese, as its metadata says, with no English sentence left."""
+    with zipfile.ZipFile(built_site / "zh-TW" / "exercises" / f"{ZH_PROBLEM_SET}.zip") as download:
+        download.extractall(lab.folder / "zh-TW")
+    notebook = f"zh-TW/{ZH_PROBLEM_SET}/{ZH_PROBLEM_SET}.ipynb"
+    screenshots = ROOT / "_build" / "screenshots"
+    screenshots.mkdir(parents=True, exist_ok=True)
+    cells, _recorder = run_chapter(browser, lab, lab.folder / notebook,
+                                   screenshots / f"jupyterlab-zh-TW-{ZH_PROBLEM_SET}.png", tree_path=notebook)
+    code = [c for c in cells if c["type"] == "code"]
+    printed = [line for c in code for block in c["code"] for line in block.splitlines() if line.strip()]
+    verdicts = [line for line in printed if line.lstrip().startswith(("\u2713", "\u2717"))]
+    problems = [f"a cell ended in an error: {error!r}" for c in code for error in c["errors"]]
+    if len(verdicts) < 5:
+        problems.append(f"{len(verdicts)} verdicts printed, not one per check: {printed[:8]}")
+    problems += [f"a verdict without Chinese: {line!r}" for line in verdicts if not HAN.search(line)]
+    problems += [f"English in what the checks print: {runs} in {line!r}" for line in printed
+                 if (runs := english_runs(line))]
+    if not any("習題" in line for line in printed):
+        problems.append(f"no banner or summary naming the problem set in Chinese: {printed[:3]}")
+    assert not problems, f"{notebook} in JupyterLab:\n  " + "\n  ".join(problems[:20])

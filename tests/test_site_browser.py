@@ -3,7 +3,8 @@
 The built site is served on 127.0.0.1 (a free port) and every page is opened in a fresh browser
 context. Any request that would leave the test server is blocked and reported. For each page the
 test checks HTTP status of the page and every asset, the console, typeset math (typeset when the
-site was built: no typesetting script, MathML for assistive technology), decoded images,
+site was built: no typesetting script, MathML for assistive technology, and the MathJax fonts it
+is drawn in preloaded, no other fetched), decoded images,
 the font that actually drew the Chinese text, and the navigation (sidebar, next/previous, search).
 The Exercises page must offer each released problem set as a zip without solutions.
 
@@ -168,6 +169,20 @@ def test_math_comes_typeset_with_its_mathml_and_no_typesetting_script_is_loaded(
     problems += [f"requested a typesetting script: {url}" for url in page.recorder.requests
                  if re.search(r"mathjax/.*\.js(\?|$)", url, re.I)]
     problems += [f"a formula without MathML for screen readers: {text!r}" for text in math["withoutMathML"]]
+    assert not problems, report(docname, problems)
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_a_page_preloads_the_math_fonts_it_draws_in_and_fetches_no_other(visits, docname):
+    """A page names the MathJax fonts its math is drawn in, so that they load beside its
+    stylesheets (not one after another once its layout meets them), and fetches none it does not
+    draw in: a preload of a font no formula uses would cost every reader its bytes."""
+    page = visits(docname)
+    drawn = set(page.math_fonts["drawn"])
+    preloaded = set(page.math_fonts["preloaded"])
+    fetched = {without_fragment(url) for url in page.recorder.requests if "/mathjax/fonts/" in url}
+    problems = [f"draws its math in {url} without preloading it" for url in sorted(drawn - preloaded)]
+    problems += [f"fetches {url} and draws nothing in it" for url in sorted(fetched - drawn)]
     assert not problems, report(docname, problems)
 
 
@@ -745,3 +760,49 @@ def test_the_search_field_and_title_checks_can_fail(browser, site):
     assert any("2 search fields in view" in p for p in problems), problems
     assert any("the site title 'Attention by Hand' is covered by div" in p for p in problems), problems
 
+
+
+# ---------------------------------------------------------------- the 繁體中文 edition at both widths
+#
+# Three chapters of the 繁體中文 edition (finished catalogues, with figures, math and the examples'
+# tokens), opened as the English pages are and checked the same way: everything loads, the math is
+# typeset, every picture is decoded and has alt text and a caption, the Chinese is drawn with a font
+# that has its glyphs, and nothing is clipped at 1280 px or on a phone. A few pages, not a second pass:
+# the English pages' checks cover the layout of every chapter, and the Chinese pages share it.
+
+ZH_PAGES = ["book/qkv_roles", "book/decoding", "book/training_attention"]
+
+
+@pytest.fixture(scope="module")
+def chinese_visits(browser, site):
+    """Each page of ``ZH_PAGES`` in the 繁體中文 edition opened once (lazily) at 1280 px, or on a phone."""
+    base, cache = site + "zh-TW/", {}
+
+    def get(docname, *, phone=False):
+        if (docname, phone) not in cache:
+            cache[docname, phone] = (visit_phone if phone else visit)(browser, base, docname, None)
+        return cache[docname, phone]
+
+    return get
+
+
+@pytest.mark.parametrize("docname", ZH_PAGES)
+def test_a_chinese_chapter_loads_typesets_draws_its_glyphs_and_fits_1280_px(chinese_visits, fonts, docname):
+    page = chinese_visits(docname)
+    math = page.math
+    problems = [f"HTTP {page.status} for the page itself"] if page.status != 200 else []
+    problems += page.recorder.network_problems() + page.problems_before_checks + page.recorder.console_errors
+    problems += [f"math not typeset: {text!r}" for text in math["untypeset"] + math["errors"]]
+    problems += [f"raw TeX in the visible text: ...{text}..." for text in math["rawTex"]]
+    problems += [f"image not decoded: {image['src']}" for image in page.images
+                 if image["error"] or not image["naturalWidth"]]
+    problems += figure_problems(page.figures) + _font_problems(page.cjk, fonts)
+    problems += layout_problems(page.layout, code_may_scroll=False)
+    assert not problems, report(f"zh-TW/{docname} at 1280 px", problems)
+
+
+@pytest.mark.parametrize("docname", ZH_PAGES)
+def test_on_a_phone_a_chinese_chapter_never_scrolls_sideways_and_nothing_is_clipped(chinese_visits, docname):
+    page = chinese_visits(docname, phone=True)
+    problems = page.problems_before_checks + layout_problems(page.layout, code_may_scroll=True)
+    assert not problems, report(f"zh-TW/{docname} at 390 px", problems)

@@ -87,22 +87,58 @@ def test_display_math_is_wrapped_as_sphinx_wraps_it_for_mathjax():
     assert static_math.display_tex(math_block(amsmath, classes=("amsmath",))) == amsmath
 
 
-def test_the_stylesheet_keeps_the_rules_of_the_characters_drawn():
+def test_the_stylesheet_keeps_the_rules_of_the_characters_and_fonts_drawn():
     css = "\n}\n".join([
         "mjx-container [space=\"1\"] {\n  margin-left: .111em;",
         "mjx-c.mjx-c1D444.TEX-I::before {\n  content: \"Q\";",
         "mjx-c.mjx-c1D43E.TEX-I::before {\n  content: \"K\";",
         "mjx-stretchy-v.mjx-c28 mjx-beg mjx-c::before, mjx-stretchy-v.mjx-c29 mjx-beg mjx-c::before {\n  x: 1;",
+        "@font-face /* 3 */ {\n  font-family: MJXTEX-I;\n  src: url(\"fonts/MathJax_Math-Italic.woff\") format(\"woff\");",
+        "@font-face /* 6 */ {\n  font-family: MJXTEX-S2;\n  src: url(\"fonts/MathJax_Size2-Regular.woff\") format(\"woff\");",
         "",
     ])
-    kept = static_math.only_used_characters(css, {"1D444", "29"})
+    kept = static_math.only_what_is_drawn(css, static_math.Drawn({"1D444", "29"}, {"MJXZERO", "MJXTEX-I"}))
     assert "margin-left" in kept and 'content: "Q"' in kept and "x: 1" in kept, kept
+    assert "Math-Italic.woff" in kept and "Size2" not in kept, kept
     assert 'content: "K"' not in kept, kept
 
 
-def test_a_page_names_the_characters_it_draws(tmp_path):
-    (tmp_path / "page.html").write_text('<mjx-c class="mjx-c1D444 TEX-I"></mjx-c><mjx-c class="mjx-c28"></mjx-c>',
-                                        encoding="utf-8")
+@pytest.fixture(scope="module")
+def math_fonts(mathjax):
+    return static_math.MathFonts(mathjax.stylesheet())
+
+
+def test_mathjax_names_a_file_for_every_font_family_it_draws_in(math_fonts):
+    files = math_fonts.files
+    assert files["MJXZERO"] == "MathJax_Zero.woff" and files["MJXTEX-I"] == "MathJax_Math-Italic.woff", files
+    assert all((static_math.MATHJAX_FONTS / name).is_file() for name in files.values()), files
+
+
+def test_a_formula_is_drawn_in_the_fonts_of_its_characters_variants(mathjax, math_fonts):
+    """x is in the math italic, = and 2 in the main font, W in bold; and a page without math in none."""
+    plain = mathjax.typeset("x = 2", display=False).html
+    assert math_fonts.drawn(plain) == {"MJXZERO", "MJXTEX", "MJXTEX-I"}, plain
+    bold = mathjax.typeset(r"\mathbf{W}", display=False).html
+    assert math_fonts.drawn(bold) == {"MJXZERO", "MJXTEX-B"}, bold
+    assert math_fonts.drawn("<p>No math here: x = 2</p>") == set()
+
+
+def test_a_stretchy_bracket_loads_the_size_fonts_up_to_the_one_that_has_its_pieces(mathjax, math_fonts):
+    """The browser tries MJXTEX-S1, then MJXTEX-S4: a tall [ has pieces only S4 has (checked in
+    the font files themselves, not in the stylesheet), a tall double bar is all in S1."""
+    assert 0x23A1 in math_fonts.characters("MJXTEX-S4") and 0x23A1 not in math_fonts.characters("MJXTEX-S1")
+    bracket = mathjax.typeset(r"\left[\begin{matrix}a\\b\\c\\d\\e\end{matrix}\right]", display=True).html
+    assert math_fonts.drawn(bracket) == {"MJXZERO", "MJXTEX-I", "MJXTEX-S1", "MJXTEX-S4"}, bracket
+    bars = mathjax.typeset(r"\left\|\begin{matrix}a\\b\end{matrix}\right\|", display=True).html
+    assert "<mjx-stretchy-v" in bars and math_fonts.drawn(bars) == {"MJXZERO", "MJXTEX-I", "MJXTEX-S1"}, bars
+
+
+def test_a_page_names_the_characters_and_fonts_it_draws(tmp_path, math_fonts):
+    (tmp_path / "page.html").write_text(
+        '<mjx-container><mjx-c class="mjx-c1D444 TEX-I"></mjx-c><mjx-c class="mjx-c28"></mjx-c></mjx-container>',
+        encoding="utf-8")
     app = SimpleNamespace(outdir=str(tmp_path), env=SimpleNamespace(found_docs={"page", "gone"}),
                           builder=SimpleNamespace(get_target_uri=lambda docname: f"{docname}.html"))
-    assert static_math.used_characters(app) == {"1D444", "28"}
+    drawn = static_math.drawn_in_pages(app, math_fonts)
+    assert drawn.characters == {"1D444", "28"}
+    assert drawn.families == {"MJXZERO", "MJXTEX-I", "MJXTEX"}

@@ -16,8 +16,15 @@ number and link beside the formula, exactly as before.
 When the build finishes, ``_static/mathjax/`` gets what the pages need, and nothing else of
 MathJax: ``chtml.css``, the stylesheet of MathJax's CommonHTML output for the characters that the
 pages draw (one file for every page, the search page's summaries included, which show the pages'
-own formulas; see ``_static/search-math.js``) and ``fonts/``, MathJax's woff fonts, which a browser
-fetches only when a page uses them.
+own formulas; see ``_static/search-math.js``) and ``fonts/``, the woff fonts that the pages draw in.
+
+A browser asks for a web font only once its layout meets a character drawn in it, and for the
+fonts a formula falls back on (a stretchy bracket: MathJax's size fonts, one after the other) only
+after the one before has arrived: the math of a long page waited for a chain of font requests that
+started late. Each page instead names the fonts its own math is drawn in, in its head, as
+``<link rel="preload">``, so that they load beside the stylesheets; a page without math preloads
+none. The fonts keep ``font-display: block`` (the browser's default): a formula drawn in a fallback
+font for a moment would show other glyphs at other widths.
 
 A formula MathJax cannot typeset (an undefined control sequence, a missing brace) is a warning
 that names its page and line; ``make site`` turns warnings into errors.
@@ -44,6 +51,7 @@ from sphinx.util import logging
 from sphinx.util.math import get_node_equation_number
 
 import mathjax  # from django-static-mathjax
+from fontTools.ttLib import TTFont
 
 RENDERER = "static_math"
 MATHJAX_ES5 = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
@@ -211,6 +219,101 @@ def visit_displaymath(self, node: nodes.math_block) -> None:
     raise nodes.SkipNode
 
 
+# MathJax's font families: @font-face { font-family: MJXTEX-I; src: url("fonts/...") } in chtml.css
+FONT_FACE = re.compile(r'@font-face[^{]*\{\s*font-family: ([\w-]+);'
+                       r'\s*src: url\("fonts/([\w.-]+)"\)')
+# A character drawn in a variant has its class (mjx-c class="mjx-c1D456 TEX-I", and
+# .TEX-I { font-family: MJXZERO, MJXTEX-I }); one without (mjx-c class="mjx-c3D") is drawn in
+# the formula's MJXTEX.
+DRAWN_CHARACTER = re.compile(r'<mjx-c class="([^"]*)"')
+# A stretchy bracket or bar (<mjx-stretchy-v class="mjx-c5B">) is drawn from pieces whose
+# characters the stylesheet gives (mjx-stretchy-v.mjx-c5B mjx-ext mjx-c::before { content: "\23A2" })
+# in a list of fonts (mjx-stretchy-v mjx-c { font-family: MJXZERO, MJXTEX-S1, MJXTEX-S4, ... }):
+# the browser loads each font of the list in turn until one has the piece.
+STRETCHY = re.compile(r'<mjx-stretchy-([vh])\b[^>]*\bclass="mjx-c([0-9A-F]+)"')
+PIECE = re.compile(r'mjx-stretchy-([vh])\.mjx-c([0-9A-F]+) mjx-(?:beg|ext|end|mid) mjx-c::before\s*$')
+CONTENT = re.compile(r'content: "\\([0-9A-F]+)"')
+STRETCHY_FONTS = re.compile(r"mjx-stretchy-v mjx-c, mjx-stretchy-h mjx-c \{\s*font-family: ([^;!]+)")
+
+
+class MathFonts:
+    """Which of MathJax's font families a page's math is drawn in, from MathJax's stylesheet and fonts."""
+
+    def __init__(self, css: str):
+        self.files = font_files(css)
+        self.stretchy_fonts = [name.strip() for name in STRETCHY_FONTS.search(css).group(1).split(",")]
+        self.pieces: dict[tuple[str, str], set[int]] = {}
+        for rule in css.split("\n}\n"):
+            selectors, _, body = rule.partition("{")
+            content = CONTENT.search(body)
+            for selector in selectors.split(","):
+                piece = PIECE.search(selector.strip())
+                if piece and content:
+                    self.pieces.setdefault(piece.groups(), set()).add(int(content.group(1), 16))
+        self._characters: dict[str, set[int]] = {}
+
+    def characters(self, family: str) -> set[int]:
+        """The code points that the font of ``family`` has glyphs for."""
+        if family not in self._characters:
+            with TTFont(MATHJAX_FONTS / self.files[family]) as font:
+                self._characters[family] = set(font.getBestCmap())
+        return self._characters[family]
+
+    def stretchy(self, direction: str, character: str) -> set[str]:
+        """The fonts the browser loads to draw the pieces of one stretchy character."""
+        loaded = set()
+        for piece in self.pieces.get((direction, character), ()):
+            for index, family in enumerate(self.stretchy_fonts):
+                if piece in self.characters(family):
+                    loaded.update(self.stretchy_fonts[: index + 1])
+                    break
+        return loaded
+
+    def drawn(self, html: str) -> set[str]:
+        """The font families (``MJXTEX-I``) that the MathJax output in ``html`` is drawn in."""
+        if "<mjx-container" not in html:
+            return set()
+        families = {"MJXZERO"}  # first in every list of fonts: the browser loads it before any other
+        for classes in DRAWN_CHARACTER.findall(html):
+            variants = {f"MJX{name}" for name in classes.split() if name.startswith("TEX-")}
+            families |= variants or {"MJXTEX"}
+        for direction, character in set(STRETCHY.findall(html)):
+            families |= self.stretchy(direction, character)
+        return families
+
+
+def font_files(css: str) -> dict[str, str]:
+    """MathJax's font families and their files, from its stylesheet: ``MJXTEX-I`` is in
+    ``MathJax_Math-Italic.woff``."""
+    return dict(FONT_FACE.findall(css))
+
+
+_math_fonts: MathFonts | None = None
+
+
+def math_fonts(app) -> MathFonts:
+    """This process's :class:`MathFonts`, from its MathJax's stylesheet."""
+    global _math_fonts
+    if _math_fonts is None:
+        _math_fonts = MathFonts(mathjax_process(app).stylesheet())
+    return _math_fonts
+
+
+def preload_fonts(app, pagename, templatename, context, doctree) -> None:
+    """Preload, in the page's head, the MathJax fonts its math is drawn in (see the module docstring)."""
+    body = context.get("body", "")
+    if "<mjx-container" not in body:
+        return
+    fonts = math_fonts(app)
+    hrefs = [context["pathto"](f"_static/mathjax/fonts/{fonts.files[family]}", 1)
+             for family in sorted(fonts.drawn(body))]
+    links = "".join(
+        f'<link rel="preload" href="{href}" as="font" type="font/woff" crossorigin="anonymous" />\n'
+        for href in hrefs
+    )
+    context["metatags"] = context.get("metatags", "") + links
+
+
 def use_static_math(app, config) -> None:
     config.html_math_renderer = RENDERER
 
@@ -219,23 +322,37 @@ def use_static_math(app, config) -> None:
 CHARACTER = re.compile(r"\bmjx-c([0-9A-F]+)\b")
 
 
-def used_characters(app) -> set[str]:
-    """The code points (``1D456``) of every character that a page of this build draws in MathJax's fonts."""
-    used: set[str] = set()
+@dataclasses.dataclass
+class Drawn:
+    """What the pages of a build draw in MathJax's fonts: characters (``1D456``) and font families."""
+
+    characters: set[str] = dataclasses.field(default_factory=set)
+    families: set[str] = dataclasses.field(default_factory=set)
+
+
+def drawn_in_pages(app, fonts: MathFonts) -> Drawn:
+    """The characters and font families that the pages of this build draw (their HTML as written)."""
+    drawn = Drawn()
     for docname in app.env.found_docs:
         page = Path(app.outdir) / app.builder.get_target_uri(docname)
         if page.suffix == ".html" and page.is_file():
-            used.update(CHARACTER.findall(page.read_text(encoding="utf-8")))
-    return used
+            html = page.read_text(encoding="utf-8")
+            drawn.characters.update(CHARACTER.findall(html))
+            drawn.families |= fonts.drawn(html)
+    return drawn
 
 
-def only_used_characters(css: str, used: set[str]) -> str:
-    """MathJax's stylesheet without the rules of characters that no page draws (2,300 of them, most)."""
+def only_what_is_drawn(css: str, drawn: Drawn) -> str:
+    """MathJax's stylesheet without the rules of characters (2,300 of them, most) and of font
+    families that no page draws."""
     kept = []
     for rule in css.split("\n}\n"):
+        face = FONT_FACE.search(rule + "\n}")
+        if face and face.group(1) not in drawn.families:
+            continue
         selectors = rule.split("{", 1)[0].split(",")
         characters = [CHARACTER.findall(selector) for selector in selectors]
-        if all(found and not set(found) <= used for found in characters):
+        if all(found and not set(found) <= drawn.characters for found in characters):
             continue
         kept.append(rule)
     return "\n}\n".join(kept)
@@ -245,20 +362,27 @@ def write_stylesheet_and_fonts(app, exception) -> None:
     """``_static/mathjax/chtml.css`` and ``_static/mathjax/fonts/``, once every page is written.
 
     The stylesheet has the rules of MathJax's CommonHTML output for the characters the pages
-    draw; a search result shows a formula of a page, so it needs no other.
+    draw, and ``fonts/`` the fonts they draw them in; a search result shows a formula of a page,
+    so it needs no other.
     """
     if exception is not None or app.builder.format != "html":
         return
     target = Path(app.outdir) / "_static" / STYLESHEET
     target.parent.mkdir(parents=True, exist_ok=True)
-    css = only_used_characters(mathjax_process(app).stylesheet(), used_characters(app)) + MATCH_THE_TEXT_AROUND
+    full_css = mathjax_process(app).stylesheet()
+    drawn = drawn_in_pages(app, math_fonts(app))
+    css = only_what_is_drawn(full_css, drawn) + MATCH_THE_TEXT_AROUND
     if not target.is_file() or target.read_text(encoding="utf-8") != css:
         target.write_text(css, encoding="utf-8")
     fonts = target.parent / "fonts"
     fonts.mkdir(exist_ok=True)
-    for font in MATHJAX_FONTS.glob("*.woff"):
-        if not (fonts / font.name).is_file():
-            shutil.copyfile(font, fonts / font.name)
+    wanted = {math_fonts(app).files[family] for family in drawn.families}
+    for old in fonts.glob("*.woff"):
+        if old.name not in wanted:
+            old.unlink()
+    for name in wanted:
+        if not (fonts / name).is_file():
+            shutil.copyfile(MATHJAX_FONTS / name, fonts / name)
 
 
 def typeset_search_results(app, pagename, templatename, context, doctree) -> None:
@@ -272,4 +396,5 @@ def setup(app):
     app.connect("build-finished", write_stylesheet_and_fonts)
     app.add_css_file(STYLESHEET)
     app.connect("html-page-context", typeset_search_results)
+    app.connect("html-page-context", preload_fonts)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -5,26 +5,40 @@
 // The math was typeset when the site was built; this runs once the page's elements are there,
 // again when its fonts arrive and whenever the window changes size. Each equation records the
 // scale it is drawn at in data-fit-scale (the browser test reads it).
+// Every formula is measured before any is resized: a size written between two measures would make
+// the browser lay out the whole page again for the next one, once per formula on a long page.
 (() => {
   const MIN_SCALE = 0.85;
 
   const fit = () => {
-    for (const container of document.querySelectorAll('mjx-container[display="true"]')) {
-      // The sizes the stylesheet gives it, to measure again: its own, and that of the text around
-      // it, which text in the page's fonts inside the formula is drawn at.
+    const containers = [...document.querySelectorAll('mjx-container[display="true"]')];
+    // 1) The sizes the stylesheet gives: its own, and that of the text around it, which text in
+    //    the page's fonts inside the formula is drawn at.
+    for (const container of containers) {
       container.style.fontSize = '';
       container.style.removeProperty('--qkv-text-size');
       container.classList.remove('qkv-math-scrolls');
       container.dataset.fitScale = '1';
+    }
+    // 2) Measure them all in one layout.
+    const wide = [];
+    for (const container of containers) {
       const math = container.querySelector('mjx-math');
       const box = container.clientWidth;
       const width = math ? math.getBoundingClientRect().width : 0;
       if (!box || width <= box) continue;
-      const wanted = (box - 2) / width;
-      const scale = Math.max(MIN_SCALE, wanted);
       const style = getComputedStyle(container);
-      const natural = parseFloat(style.fontSize);
-      const text = parseFloat(style.getPropertyValue('--qkv-text-size'));
+      const wanted = (box - 2) / width;
+      wide.push({
+        container,
+        wanted,
+        scale: Math.max(MIN_SCALE, wanted),
+        natural: parseFloat(style.fontSize),
+        text: parseFloat(style.getPropertyValue('--qkv-text-size')),
+      });
+    }
+    // 3) Then resize the ones too wide.
+    for (const { container, wanted, scale, natural, text } of wide) {
       container.style.fontSize = `${(natural * scale).toFixed(2)}px`;
       if (text) container.style.setProperty('--qkv-text-size', `${(text * scale).toFixed(2)}px`);
       container.dataset.fitScale = scale.toFixed(3);

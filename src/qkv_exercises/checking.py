@@ -99,7 +99,7 @@ def describe_input(x) -> str:
     a = np.asarray(x)
     if a.size <= 4 and a.ndim <= 1:
         return "[" + ", ".join(format_number(v) for v in a.ravel()) + "]"
-    return f"an array of shape {shape_str(a.shape)}"
+    return _("an array of shape {shape}").format(shape=shape_str(a.shape))
 
 
 def _entry(name: str, index: tuple[int, ...], labels: Labels | None) -> str:

@@ -21,6 +21,7 @@ from qkv.vision import patchify, to_patch_grid
 from . import slips
 from .checking import CODE_TOLERANCE, HAND_TOLERANCE, Expectation, Labels, describe_input, rows_sum_to_one
 from .checks import Choice, ChoiceCheck
+from .language import N_, _
 from .problem_sets.ps3_sqrt_dk_slips import (
     SCALED_BY_SQRT_ONCE,
     SCALING_NOT_APPLIED,
@@ -87,9 +88,9 @@ from .variants import VariantDraw
 
 _STEP_FORMULAS = {
     "Q": "X W_Q + b_Q", "K": "X W_K + b_K", "V": "X W_V + b_V",
-    "B_Q": "the bias row b_Q repeated on every row", "B_K": "the bias row b_K repeated on every row",
-    "B_V": "the bias row b_V repeated on every row", "K_T": "K transposed",
-    "S_raw": "Q K^T", "S": "Q K^T / sqrt(d_k)", "A": "softmax(S) by rows", "O": "A V",
+    "B_Q": N_("the bias row b_Q repeated on every row"), "B_K": N_("the bias row b_K repeated on every row"),
+    "B_V": N_("the bias row b_V repeated on every row"), "K_T": N_("K transposed"),
+    "S_raw": "Q K^T", "S": "Q K^T / sqrt(d_k)", "A": N_("softmax(S) by rows"), "O": "A V",
     "O_concat": "Concat(head 1, head 2, ...)", "Y": "O_concat W_O + b_O",
 }
 
@@ -98,20 +99,20 @@ def step_meaning(step: str, expected: np.ndarray) -> str:
     """What the rows and columns of a step are, for the shape message."""
     rows, cols = (1, expected.shape[0]) if expected.ndim == 1 else expected.shape[-2:]
     meanings = {
-        "Q": f"one row per token ({rows}), one column per query dimension (d_k = {cols})",
-        "K": f"one row per token ({rows}), one column per key dimension (d_k = {cols})",
-        "V": f"one row per token ({rows}), one column per value dimension (d_v = {cols})",
-        "K_T": f"one row per key dimension (d_k = {rows}), one column per token ({cols})",
-        "S_raw": f"one row per query ({rows}), one column per key ({cols})",
-        "A": f"one row per query ({rows}), one column per key ({cols})",
-        "O": f"one row per query ({rows}), one column per value dimension (d_v = {cols})",
-        "O_concat": f"one row per token ({rows}), the heads' {cols} output columns side by side",
-        "Y": f"one row per token ({rows}), one column per output dimension ({cols})",
+        "Q": N_("one row per token ({rows}), one column per query dimension (d_k = {cols})"),
+        "K": N_("one row per token ({rows}), one column per key dimension (d_k = {cols})"),
+        "V": N_("one row per token ({rows}), one column per value dimension (d_v = {cols})"),
+        "K_T": N_("one row per key dimension (d_k = {rows}), one column per token ({cols})"),
+        "S_raw": N_("one row per query ({rows}), one column per key ({cols})"),
+        "A": N_("one row per query ({rows}), one column per key ({cols})"),
+        "O": N_("one row per query ({rows}), one column per value dimension (d_v = {cols})"),
+        "O_concat": N_("one row per token ({rows}), the heads' {cols} output columns side by side"),
+        "Y": N_("one row per token ({rows}), one column per output dimension ({cols})"),
     }
     meanings["S"] = meanings["S_raw"]
     for role in "QKV":
-        meanings[f"B_{role}"] = f"the bias row repeated on every row: {rows} rows of {cols}"
-    return meanings.get(step, "")
+        meanings[f"B_{role}"] = N_("the bias row repeated on every row: {rows} rows of {cols}")
+    return _(meanings[step]).format(rows=rows, cols=cols) if step in meanings else ""
 
 
 def _step_labels(step: str, queries, keys) -> Labels | None:
@@ -135,8 +136,8 @@ def _step_expectation(step, name, steps, slip_steps, queries, keys, tol=HAND_TOL
         labels=_step_labels(step, queries, keys),
         slip_values=[(slip, values.get(step)) for slip, values in slip_steps],
         hints=[rows_sum_to_one(name, tol)] if step == "A" else (),
-        what=("your answer, a list of rows of numbers" if expected.ndim == 2 and expected.shape[0] > 1
-              else "your answer, a list of numbers"),
+        what=(N_("your answer, a list of rows of numbers") if expected.ndim == 2 and expected.shape[0] > 1
+              else N_("your answer, a list of numbers")),
     )
 
 
@@ -173,8 +174,8 @@ def expect_softmax(scores, *, name: str) -> Expectation:
     scores = np.asarray(scores, dtype=float)
     return Expectation(
         softmax(scores), HAND_TOLERANCE, formula=f"softmax({describe_input(scores)})",
-        shape_help="one weight per score", slip_values=slips.softmax_slip_values(scores),
-        hints=[rows_sum_to_one(name)], what="your answer, a list of weights",
+        shape_help=N_("one weight per score"), slip_values=slips.softmax_slip_values(scores),
+        hints=[rows_sum_to_one(name)], what=N_("your answer, a list of weights"),
     )
 
 
@@ -184,9 +185,9 @@ def expect_weighted_sum(weights, V, *, name: str, tokens=None) -> Expectation:
     return Expectation(
         expected, HAND_TOLERANCE, formula="A V", shape_help=step_meaning("O", expected), labels=(tokens, None),
         slip_values=[(WEIGHTS_READ_BY_COLUMNS, linear(np.asarray(weights).T, V))],
-        hints=[lambda value, labels: "Row i of A V is the weighted sum of the value rows: "
-                                     "A[i, 0] V[0] + A[i, 1] V[1] + ..."],
-        what="your answer, a list of rows of numbers",
+        hints=[lambda value, labels: _("Row i of A V is the weighted sum of the value rows: "
+                                       "A[i, 0] V[0] + A[i, 1] V[1] + ...")],
+        what=N_("your answer, a list of rows of numbers"),
     )
 
 
@@ -209,26 +210,26 @@ def expect_dot_product_variance(d_k: int, variance: float, *, scaled: bool = Fal
     raw = dot_product_variance(d_k, variance)
     if scaled:
         return Expectation(
-            np.array(raw / d_k), formula=f"Var(q.k / sqrt(d_k)) for d_k = {d_k}",
+            np.array(raw / d_k), formula=_("Var(q.k / sqrt(d_k)) for d_k = {d_k}").format(d_k=d_k),
             slip_values=[(SCALING_NOT_APPLIED, np.array(raw)),
                          (SCALED_BY_SQRT_ONCE, np.array(raw / np.sqrt(d_k))),
                          (VARIANCE_NOT_SQUARED, np.array(variance))],
-            what="your answer, one number")
+            what=N_("your answer, one number"))
     return Expectation(
-        np.array(raw), formula=f"Var(q.k) for d_k = {d_k}",
+        np.array(raw), formula=_("Var(q.k) for d_k = {d_k}").format(d_k=d_k),
         slip_values=[(slips.STANDARD_DEVIATION_GIVEN, np.array(np.sqrt(raw))),
                      (VARIANCE_NOT_SQUARED, np.array(d_k * variance))],
-        what="your answer, one number")
+        what=N_("your answer, one number"))
 
 
 def expect_typical_size(d_k: int, variance: float) -> Expectation:
     """The standard deviation of q . k (its typical size) for components of variance ``variance``."""
     raw = dot_product_variance(d_k, variance)
     return Expectation(
-        np.array(np.sqrt(raw)), formula=f"sqrt(Var(q.k)) for d_k = {d_k}",
+        np.array(np.sqrt(raw)), formula=_("sqrt(Var(q.k)) for d_k = {d_k}").format(d_k=d_k),
         slip_values=[(VARIANCE_GIVEN, np.array(raw)),
                      (VARIANCE_NOT_SQUARED, np.array(np.sqrt(d_k * variance)))],
-        what="your answer, one number")
+        what=N_("your answer, one number"))
 
 
 # --------------------------------------------------------------------------- attention over image patches
@@ -237,7 +238,7 @@ def expect_typical_size(d_k: int, variance: float) -> Expectation:
 def patch_weights(image, patch_size: int, query_patch: int) -> np.ndarray:
     """One patch's self-attention weights ``(N,)`` over the image's patches, each patch's pixels its Q, K and V."""
     tokens = patchify(image, patch_size)  # (N, P*P)
-    _, weights = scaled_dot_product_attention(tokens[query_patch:query_patch + 1], tokens, tokens)  # (1, N)
+    _output, weights = scaled_dot_product_attention(tokens[query_patch:query_patch + 1], tokens, tokens)  # (1, N)
     return weights[0]
 
 
@@ -252,10 +253,13 @@ def expect_patch_scores(image, patch_size: int, query_patch: int, *, name: str) 
     raw = tokens @ tokens[query_patch]  # (N,)
     d = tokens.shape[1]
     return Expectation(
-        raw / np.sqrt(d), formula=f"patch {query_patch}'s scores q.k_j / sqrt({d}), j = 0 .. {len(raw) - 1}",
-        shape_help=f"one score per patch ({len(raw)})", labels=([f"patch {j}" for j in range(len(raw))],),
+        raw / np.sqrt(d),
+        formula=_("patch {patch}'s scores q.k_j / sqrt({d}), j = 0 .. {last}").format(
+            patch=query_patch, d=d, last=len(raw) - 1),
+        shape_help=_("one score per patch ({count})").format(count=len(raw)),
+        labels=([_("patch {j}").format(j=j) for j in range(len(raw))],),
         slip_values=[(slips.NO_SQRT_DK, raw), (slips.DIVIDED_BY_D_K, raw / d)],
-        what=f"your answer, a list of {len(raw)} numbers")
+        what=_("your answer, a list of {count} numbers").format(count=len(raw)))
 
 
 def expect_patch_grid(image, patch_size: int, query_patch: int, *, name: str) -> Expectation:
@@ -265,20 +269,23 @@ def expect_patch_grid(image, patch_size: int, query_patch: int, *, name: str) ->
     tokens = patchify(image, patch_size)
     unscaled = softmax(tokens @ tokens[query_patch])  # (N,), the scores not divided by sqrt(d)
     return Expectation(
-        to_patch_grid(weights, (rows, cols)), formula=f"patch {query_patch}'s weights on the {rows}x{cols} grid",
-        shape_help=f"one row per row of patches ({rows}), one column per column of patches ({cols})",
+        to_patch_grid(weights, (rows, cols)),
+        formula=_("patch {patch}'s weights on the {rows}x{cols} grid").format(patch=query_patch, rows=rows, cols=cols),
+        shape_help=_("one row per row of patches ({rows}), one column per column of patches ({cols})").format(
+            rows=rows, cols=cols),
         slip_values=[(GRID_FILLED_BY_COLUMNS, patch_grid_with_slip(weights, (rows, cols),
                                                                              GRID_FILLED_BY_COLUMNS)),
                      (slips.NO_SQRT_DK, to_patch_grid(unscaled, (rows, cols)))],
         hints=[_grid_sums_to_one(name)],
-        what=f"your answer, a list of {rows} rows of {cols} weights")
+        what=_("your answer, a list of {rows} rows of {cols} weights").format(rows=rows, cols=cols))
 
 
 def _grid_sums_to_one(name: str):
     def hint(value: np.ndarray, labels) -> str | None:
         total = float(value.sum())
         if abs(total - 1) > value.size * HAND_TOLERANCE / 2 + 1e-9:
-            return f"All the weights of {name} add up to {total:.2f}; one query's weights add up to 1."
+            return _("All the weights of {name} add up to {total}; one query's weights add up to 1.").format(
+                name=name, total=f"{total:.2f}")
         return None
 
     return hint
@@ -291,12 +298,12 @@ def expect_brightest_patch(image, patch_size: int, query_patch: int) -> Expectat
     best = int(np.argmax(weights))
     expected = np.array(divmod(best, cols), dtype=float)  # (row, column)
     return Expectation(
-        expected, formula=f"(row, column) of the largest of patch {query_patch}'s weights",
-        shape_help="two numbers: (row, column)",
+        expected, formula=_("(row, column) of the largest of patch {patch}'s weights").format(patch=query_patch),
+        shape_help=N_("two numbers: (row, column)"),
         slip_values=[(ROW_AND_COLUMN_SWAPPED, expected[::-1]),
                      (PATCH_NUMBER_GIVEN, np.array(float(best))),
                      (ONE_BASED_POSITION, expected + 1)],
-        what="your answer, the position (row, column) counting from 0")
+        what=N_("your answer, the position (row, column) counting from 0"))
 
 
 # --------------------------------------------------------------------------- choices
@@ -317,7 +324,8 @@ def choose_option(options: Sequence[str], right_text: str, *, explain_right: str
     by_text = dict(zip(options, letters))
     return Choice(right=by_text[right_text], choices=letters, explain_right=explain_right,
                   explain_wrong={by_text[text]: advice for text, advice in (explain_wrong or {}).items()},
-                  reveal_text=f"The right option is ({by_text[right_text]}): {right_text}")
+                  reveal_text=_("The right option is ({letter}): {option}").format(letter=by_text[right_text],
+                                                                                      option=_(right_text)))
 
 
 def option_check(grade_id: str, answer: str, options: dict[str, str], right: str, given: str,
@@ -347,7 +355,7 @@ def ordered_options(options: Sequence[str], right: str, draw_name: str, variant:
 
 # --------------------------------------------------------------------------- online softmax, what attention costs
 
-_STATE_HELP = "two numbers, [m, l]: the running maximum m and the running sum l"
+_STATE_HELP = N_("two numbers, [m, l]: the running maximum m and the running sum l")
 
 
 def expect_online_state(blocks, t: int) -> Expectation:
@@ -355,11 +363,12 @@ def expect_online_state(blocks, t: int) -> Expectation:
     steps = online_steps(blocks)
     candidates = [(slip, online_steps(blocks, slip)["running"][t - 1]) for slip in ONLINE_SLIPS[:6]]
     if t > 1:  # the block's maximum taken as the running maximum, and nothing rescaled
-        block, (_, l_before) = np.asarray(blocks[t - 1], dtype=float), steps["running"][t - 2]
+        block, l_before = np.asarray(blocks[t - 1], dtype=float), steps["running"][t - 2][1]
         candidates.append((BLOCK_MAX_AS_RUNNING_MAX,
                            np.array([block.max(), l_before + np.exp(block - block.max()).sum()])))
-    return Expectation(steps["running"][t - 1], formula=f"[m_{t}, l_{t}] after block {t}", shape_help=_STATE_HELP,
-                       labels=(("m", "l"),), slip_values=slips.merged(candidates), what="your answer, the pair [m, l]")
+    return Expectation(steps["running"][t - 1], formula=_("[m_{t}, l_{t}] after block {t}").format(t=t),
+                       shape_help=_STATE_HELP, labels=(("m", "l"),), slip_values=slips.merged(candidates),
+                       what=N_("your answer, the pair [m, l]"))
 
 
 def expect_rescale(blocks, t: int) -> Expectation:
@@ -370,18 +379,18 @@ def expect_rescale(blocks, t: int) -> Expectation:
         slip_values=[(slip, np.array(online_steps(blocks, slip)["rescale"][t - 1]))
                      for slip in (RESCALE_EXPONENT_FLIPPED, RESCALE_NOT_EXPONENTIATED,
                                   RESCALE_FORGOTTEN)],
-        what="your answer, one number")
+        what=N_("your answer, one number"))
 
 
 def expect_online_weights(blocks, *, name: str) -> Expectation:
     """The softmax of the whole row that ``blocks`` cut, from the final running maximum and sum."""
     scores = np.concatenate([np.asarray(b, dtype=float) for b in blocks])
     online = [(slip, online_steps(blocks, slip).get("weights")) for slip in ONLINE_SLIPS]
-    return Expectation(online_steps(blocks)["weights"], formula="e^(s_j - m) / l with the final m and l",
-                       shape_help=f"one weight per score ({len(scores)})",
+    return Expectation(online_steps(blocks)["weights"], formula=N_("e^(s_j - m) / l with the final m and l"),
+                       shape_help=_("one weight per score ({count})").format(count=len(scores)),
                        slip_values=slips.merged(online + slips.softmax_slip_values(scores)),
                        hints=[rows_sum_to_one(name)],
-                       what="your answer, a list of weights")
+                       what=N_("your answer, a list of weights"))
 
 
 WHOLE_NUMBER = 0.5  # a count is right when it is the exact whole number
@@ -392,7 +401,7 @@ def expect_scores_per_head(n: int, heads: int) -> Expectation:
     return Expectation(np.array(float(n * n)), WHOLE_NUMBER, formula=f"n^2 for n = {n}",
                        slip_values=[(N_NOT_SQUARED, np.array(float(n))),
                                     (EVERY_HEAD_COUNTED, np.array(float(heads * n * n)))],
-                       what="your answer, a whole number")
+                       what=N_("your answer, a whole number"))
 
 
 def _weights_bytes(n: int, heads: int, dtype: str) -> float:
@@ -404,12 +413,13 @@ def expect_weights_bytes(n: int, heads: int, dtype: str) -> Expectation:
     others = [(WRONG_BYTES_PER_NUMBER, np.array(_weights_bytes(n, heads, other)))
               for other in BYTES_PER_NUMBER if other != dtype]
     return Expectation(
-        np.array(_weights_bytes(n, heads, dtype)), WHOLE_NUMBER, formula=f"h n^2 x (bytes per {dtype})",
+        np.array(_weights_bytes(n, heads, dtype)), WHOLE_NUMBER,
+        formula=_("h n^2 x (bytes per {dtype})").format(dtype=dtype),
         slip_values=[(HEADS_FORGOTTEN, np.array(_weights_bytes(n, 1, dtype))),
                      (BYTES_FORGOTTEN, np.array(float(heads * n * n))),
                      (BITS_NOT_BYTES, np.array(8 * _weights_bytes(n, heads, dtype))),
                      (N_NOT_SQUARED, np.array(float(heads * n * BYTES_PER_NUMBER[dtype]))), *others],
-        what="your answer, a whole number of bytes")
+        what=N_("your answer, a whole number of bytes"))
 
 
 def expect_weights_gib(n: int, heads: int, dtype: str) -> Expectation:
@@ -418,26 +428,26 @@ def expect_weights_gib(n: int, heads: int, dtype: str) -> Expectation:
     others = [(WRONG_BYTES_PER_NUMBER, np.array(_weights_bytes(n, heads, other) / 2**30))
               for other in BYTES_PER_NUMBER if other != dtype]
     return Expectation(
-        np.array(size / 2**30), formula=f"h n^2 x (bytes per {dtype}) / 2^30",
+        np.array(size / 2**30), formula=_("h n^2 x (bytes per {dtype}) / 2^30").format(dtype=dtype),
         slip_values=[(GB_NOT_GIB, np.array(size / 1e9)), (MIB_NOT_GIB, np.array(size / 2**20)),
                      (HEADS_FORGOTTEN, np.array(size / heads / 2**30)),
                      (BYTES_FORGOTTEN, np.array(size / BYTES_PER_NUMBER[dtype] / 2**30)),
                      (BITS_NOT_BYTES, np.array(8 * size / 2**30)), *others],
-        what="your answer, a number of GiB")
+        what=N_("your answer, a number of GiB"))
 
 
 def expect_memory_growth(growth: int) -> Expectation:
     """By what factor the memory of the weights grows when the context grows ``growth``-fold."""
     return Expectation(np.array(float(growth**2)), formula=f"({growth} n)^2 / n^2",
-                       slip_values=[(GROWTH_LINEAR, np.array(float(growth)))], what="your answer, one number")
+                       slip_values=[(GROWTH_LINEAR, np.array(float(growth)))], what=N_("your answer, one number"))
 
 
 # --------------------------------------------------------------------------- attention as soft lookup
 
 _KERNEL_FORMULAS = {
-    "distances": "|q - k_j|^2 for each key", "exponents": "-|q - k_j|^2 / (2 sigma^2) for each key",
-    "weights": "the softmax of the exponents", "prediction": "sum over j of A_j v_j",
-    "extended_scores": "(q . k_j - |k_j|^2 / 2) / sigma^2 for each key",
+    "distances": N_("|q - k_j|^2 for each key"), "exponents": N_("-|q - k_j|^2 / (2 sigma^2) for each key"),
+    "weights": N_("the softmax of the exponents"), "prediction": N_("sum over j of A_j v_j"),
+    "extended_scores": N_("(q . k_j - |k_j|^2 / 2) / sigma^2 for each key"),
 }
 
 
@@ -454,13 +464,14 @@ def expect_kernel_step(step: str, q, K, V, sigma: float, *, name: str, keys=None
         slip_values.append((slip, None if value is None else value[0]))
     return Expectation(
         expected, formula=_KERNEL_FORMULAS[step],
-        shape_help=f"one number per key ({len(expected)})" if per_key else f"one number per value column "
-                                                                             f"({len(expected)})",
+        shape_help=(_("one number per key ({count})") if per_key else _("one number per value column ({count})")
+                    ).format(count=len(expected)),
         labels=(keys,) if per_key and keys is not None else None, slip_values=slips.merged(slip_values),
-        hints=[rows_sum_to_one(name)] if step == "weights" else (), what="your answer, a list of numbers")
+        hints=[rows_sum_to_one(name)] if step == "weights" else (), what=N_("your answer, a list of numbers"))
 # --------------------------------------------------------------------------- masks and cross-attention (problem set 7)
 
-_MASKED_FORMULAS = {"E": "e^S, with e^(-inf) = 0 for the blocked keys", "A": "softmax of the masked scores, by rows"}
+_MASKED_FORMULAS = {"E": N_("e^S, with e^(-inf) = 0 for the blocked keys"),
+                    "A": N_("softmax of the masked scores, by rows")}
 
 
 def expect_masked_step(step: str, scores, mask, *, name: str, queries=None, keys=None,
@@ -480,13 +491,15 @@ def expect_masked_step(step: str, scores, mask, *, name: str, queries=None, keys
         value = masked_softmax_steps(scores, mask, slip).get(step)
         slip_values.append((slip, None if value is None else pick(value)))
     if row is None:
-        shape_help = f"one row per query ({expected.shape[0]}), one column per key ({expected.shape[1]})"
-        labels, what = (queries, keys), "your answer, a list of rows of numbers"
+        shape_help = _("one row per query ({rows}), one column per key ({cols})").format(
+            rows=expected.shape[0], cols=expected.shape[1])
+        labels, what = (queries, keys), N_("your answer, a list of rows of numbers")
     else:
-        shape_help, labels, what = f"one entry per key ({expected.shape[0]})", (keys,), "your answer, a list of numbers"
+        shape_help = _("one entry per key ({count})").format(count=expected.shape[0])
+        labels, what = (keys,), N_("your answer, a list of numbers")
     return Expectation(expected, HAND_TOLERANCE, formula=_MASKED_FORMULAS[step], shape_help=shape_help, labels=labels,
                        slip_values=slip_values, hints=[rows_sum_to_one(name)] if step == "A" else (), what=what,
-                       nonfinite_hint="Write every entry as a number: e^(-inf) is 0.")
+                       nonfinite_hint=_("Write every entry as a number: e^(-inf) is 0."))
 
 
 def expect_cross_step(step: str, X_q, X_kv, head, *, name: str, queries=None, keys=None) -> Expectation:
@@ -513,12 +526,13 @@ def expect_reordered(values, order, *, name: str, tokens=None) -> Expectation:
     is_P = np.array_equal(values, np.eye(rows))
     return Expectation(
         expected, HAND_TOLERANCE, formula="P = I[order]" if is_P else "P O",
-        shape_help=(f"one row per place of the reordered sentence ({rows}), one column per token of the first "
-                    f"({cols})" if is_P else f"one row per token ({rows}), one column per value dimension ({cols})"),
+        shape_help=(_("one row per place of the reordered sentence ({rows}), one column per token of the first "
+                      "({cols})") if is_P else _("one row per token ({rows}), one column per value dimension ({cols})")
+                    ).format(rows=rows, cols=cols),
         labels=(tokens, None),
         slip_values=[(slip, reordered(values, order, slip))
                      for slip in (NOT_REORDERED, REORDERED_BY_INVERSE)],
-        what="your answer, a list of rows of numbers")
+        what=N_("your answer, a list of rows of numbers"))
 
 
 _ENCODING_SLIPS = (SIN_COS_SWAPPED, SINES_THEN_COSINES, EXPONENT_I_NOT_2I, EXPONENT_SIGN,
@@ -535,12 +549,12 @@ def expect_position_angles(position: int, d_model: int) -> Expectation:
     i = np.arange(d_model // 2)
     return Expectation(
         expected, HAND_TOLERANCE, formula=f"p w_i = {position} x 10000^(-2i/{d_model})",
-        shape_help=f"one angle per pair of dimensions (d_model / 2 = {d_model // 2})",
+        shape_help=_("one angle per pair of dimensions (d_model / 2 = {pairs})").format(pairs=d_model // 2),
         labels=([f"i = {k}" for k in i],),
         slip_values=[(EXPONENT_I_NOT_2I, position * 10000.0 ** (-i / d_model)),
                      (EXPONENT_SIGN, position * 10000.0 ** (2 * i / d_model)),
                      (POSITIONS_FROM_ONE, position_angles([position + 1], d_model)[0])],
-        what=f"your answer, a list of {d_model // 2} angles")
+        what=_("your answer, a list of {count} angles").format(count=d_model // 2))
 
 
 def expect_position_encoding(position: int, d_model: int) -> Expectation:
@@ -548,10 +562,10 @@ def expect_position_encoding(position: int, d_model: int) -> Expectation:
     expected = sinusoidal_position_encoding(position + 1, d_model)[position]  # (d_model,)
     return Expectation(
         expected, HAND_TOLERANCE, formula=f"PE_{position} = [sin(p w_0), cos(p w_0), sin(p w_1), ...]",
-        shape_help=f"one entry per dimension (d_model = {d_model})",
-        labels=([f"dimension {j}" for j in range(d_model)],),
+        shape_help=_("one entry per dimension (d_model = {d_model})").format(d_model=d_model),
+        labels=([_("dimension {j}").format(j=j) for j in range(d_model)],),
         slip_values=[(slip, encoding_with_slip([position], d_model, slip)[0]) for slip in _ENCODING_SLIPS],
-        what=f"your answer, a list of {d_model} numbers")
+        what=_("your answer, a list of {count} numbers").format(count=d_model))
 
 
 def expect_offset_dot_product(pair: tuple[int, int], d_model: int) -> Expectation:
@@ -568,17 +582,17 @@ def expect_offset_dot_product(pair: tuple[int, int], d_model: int) -> Expectatio
                      (DEGREES_NOT_RADIANS, np.array(np.cos(np.radians(offsets)).sum())),
                      (EXPONENT_I_NOT_2I,
                       np.array(np.cos((q - p) * 10000.0 ** (-np.arange(d_model // 2) / d_model)).sum()))],
-        what="your answer, one number")
+        what=N_("your answer, one number"))
 
 
 # --------------------------------------------------------------------------- the block around attention (ps9)
 
 _BLOCK_ROW_STEPS = {
-    "r": ("x + a", "one number per feature (4)"),
-    "mean": ("the mean of the 4 entries of r", ""),
-    "variance": ("the mean of (r_c - mean)^2 over the 4 entries", ""),
-    "normalised": ("(r - mean) / sqrt(variance + eps)", "one number per feature (4)"),
-    "scaled": ("gamma * normalised + beta, feature by feature", "one number per feature (4)"),
+    "r": ("x + a", N_("one number per feature (4)")),
+    "mean": (N_("the mean of the 4 entries of r"), ""),
+    "variance": (N_("the mean of (r_c - mean)^2 over the 4 entries"), ""),
+    "normalised": ("(r - mean) / sqrt(variance + eps)", N_("one number per feature (4)")),
+    "scaled": (N_("gamma * normalised + beta, feature by feature"), N_("one number per feature (4)")),
 }
 
 
@@ -594,7 +608,7 @@ def expect_block_row_step(step: str, x, attended, gamma, beta, eps, *, name: str
         steps[step], HAND_TOLERANCE, formula=formula, shape_help=shape_help,
         slip_values=[(slip, block_row_steps(x, attended, gamma, beta, eps, slip).get(step))
                      for slip in BLOCK_ROW_SLIPS],
-        what="your answer, one number" if steps[step].ndim == 0 else "your answer, a list of 4 numbers")
+        what=N_("your answer, one number") if steps[step].ndim == 0 else N_("your answer, a list of 4 numbers"))
 
 
 # --------------------------------------------------------------------------- a layer of a trained model (ps12)
@@ -621,7 +635,8 @@ def expect_head_map(X, arrays, num_heads: int, head: int, *, name: str, tokens) 
     if head < num_heads:
         slip_values.insert(0, (HEAD_COUNTED_FROM_0, weights[head]))
     return Expectation(
-        weights[head - 1], CODE_TOLERANCE, formula=f"head {head}'s weights softmax(Q K^T / sqrt(d_k))",
-        shape_help=f"one row per query token ({len(tokens)}), one column per key token ({len(tokens)})",
+        weights[head - 1], CODE_TOLERANCE,
+        formula=_("head {head}'s weights softmax(Q K^T / sqrt(d_k))").format(head=head),
+        shape_help=_("one row per query token ({count}), one column per key token ({count})").format(count=len(tokens)),
         labels=(tokens, tokens), slip_values=slip_values, hints=[rows_sum_to_one(name, CODE_TOLERANCE)],
-        what="your answer, an array of weights")
+        what=N_("your answer, an array of weights"))

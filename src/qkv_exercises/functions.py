@@ -34,9 +34,11 @@ from .checking import (
     describe_input,
     format_number,
     judge_value,
+    likely_slip,
 )
 from .checks import Call, Raised
 from .expectations import LAYER_ARRAYS, step_meaning
+from .language import N_, _, ngettext
 from .problem_sets.ps4_single_head_slips import WRONG_AXIS
 from .problem_sets.ps7_masks_slips import (
     DIAGONAL_BLOCKED,
@@ -70,8 +72,8 @@ from .problem_sets.ps12_trained_model_slips import LAYER_ATTENTION_SLIPS, layer_
 SIMULATION_TOLERANCE = 0.10  # a simulated variance passes within 10% of the exact one
 SIMULATION_SAMPLES = 20_000
 
-OVERFLOW_HINT = ("Large scores overflow e^s: subtract the maximum along the axis from the scores before taking "
-                 "the exponential (the softmax does not change).")
+OVERFLOW_HINT = N_("Large scores overflow e^s: subtract the maximum along the axis from the scores before taking "
+                    "the exponential (the softmax does not change).")
 
 
 def random_halves(rng: np.random.Generator, shape: tuple[int, ...], low: float = -2, high: float = 2) -> np.ndarray:
@@ -94,14 +96,15 @@ def softmax_call(scores, axis: int | None, *, what: str, behaviour: str) -> Call
 
 def random_softmax_calls(rng: np.random.Generator) -> list[Call]:
     """Random scores trying every behaviour of softmax: 1-D, rows, axis 0, 3-D along two axes, large scores."""
-    cases = [((int(rng.integers(4, 9)),), None, "1-D, default axis"), ((4, 5), -1, "rows of a matrix"),
-             ((5, 3), 0, "axis 0"), ((3, 4, 6), 1, "3-D, middle axis"), ((2, 3, 5), -1, "3-D, last axis")]
+    cases = [((int(rng.integers(4, 9)),), None, N_("1-D, default axis")), ((4, 5), -1, N_("rows of a matrix")),
+             ((5, 3), 0, N_("axis 0")), ((3, 4, 6), 1, N_("3-D, middle axis")), ((2, 3, 5), -1, N_("3-D, last axis"))]
     calls = []
     for shape, axis, behaviour in cases:
         scores = rng.normal(scale=4.0, size=shape)
-        calls.append(softmax_call(scores, axis, what=f"an array of shape {shape_str(shape)}", behaviour=behaviour))
+        calls.append(softmax_call(scores, axis, what=_("an array of shape {shape}").format(shape=shape_str(shape)),
+                                  behaviour=behaviour))
     large = 500 + rng.normal(scale=4.0, size=6)
-    calls.append(softmax_call(large, None, what="scores near 500", behaviour="large scores"))
+    calls.append(softmax_call(large, None, what=_("scores near 500"), behaviour=N_("large scores")))
     return calls
 
 
@@ -114,8 +117,8 @@ def judge_softmax(call: Call, result, reveal: bool) -> Verdict:
         if other != axis % scores.ndim:
             slip = slips.SOFTMAX_OVER_COLUMNS if scores.ndim == 2 and axis % 2 == 1 else WRONG_AXIS
             slip_values.append((slip, softmax(scores, axis=other)))
-    expectation = Expectation(softmax(scores, axis=axis), CODE_TOLERANCE, shape_help="the shape of the scores",
-                              slip_values=slip_values, nonfinite_hint=OVERFLOW_HINT, what="an array")
+    expectation = Expectation(softmax(scores, axis=axis), CODE_TOLERANCE, shape_help=N_("the shape of the scores"),
+                              slip_values=slip_values, nonfinite_hint=_(OVERFLOW_HINT), what=N_("an array"))
     return judge_value(result, call.label, expectation, reveal=reveal)
 
 
@@ -141,7 +144,7 @@ def random_attention_calls(rng: np.random.Generator) -> list[Call]:
     """Random Q, K, V: self-attention (n_q = n_k), cross-attention (n_q != n_k, d_v != d_k), one query."""
     calls = []
     for n_q, n_k, d_k, d_v, behaviour in [(3, 3, 4, 4, "n_q = n_k"), (2, 5, 3, 6, "n_q != n_k, d_v != d_k"),
-                                          (6, 4, 8, 2, "n_q != n_k, d_v != d_k"), (1, 7, 16, 3, "one query")]:
+                                          (6, 4, 8, 2, "n_q != n_k, d_v != d_k"), (1, 7, 16, 3, N_("one query"))]:
         Q, K, V = rng.normal(size=(n_q, d_k)), rng.normal(size=(n_k, d_k)), rng.normal(size=(n_k, d_v))
         calls.append(attention_call(Q, K, V, behaviour=behaviour))
     return calls
@@ -150,25 +153,24 @@ def random_attention_calls(rng: np.random.Generator) -> list[Call]:
 def judge_attention(call: Call, result, reveal: bool) -> Verdict:
     """Compare ``(output, weights)`` with :func:`qkv.scaled_dot_product_attention`; name a slip."""
     Q, K, V = call.args
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        kind = f"a {type(result).__name__} of {len(result)}" if isinstance(result, (tuple, list)) else (
-            f"one {type(result).__name__}")
-        return Verdict(False, f"{call.label} returned {kind}; it must return a pair: return output, weights")
+    not_a_pair = not_a_tuple(call, result, "output, weights")
+    if not_a_pair:
+        return not_a_pair
     output, weights = result
     steps = slips.attention_steps(Q, K, V)
     if _looks_swapped(output, weights, steps):
-        return Verdict(False, f"{call.label} returned the weights first.\n"
-                              f"Likely slip: {slips.OUTPUT_AND_WEIGHTS_SWAPPED.advice}")
+        return Verdict(False, _("{call} returned the weights first.").format(call=_(call.label)) + "\n"
+                       + likely_slip(slips.OUTPUT_AND_WEIGHTS_SWAPPED.advice))
     slip_steps = [(slip, slips.attention_steps(Q, K, V, slip)) for slip in slips.ATTENTION_SLIPS]
     for part, step in ((weights, "A"), (output, "O")):
         expectation = Expectation(steps[step], CODE_TOLERANCE, shape_help=step_meaning(step, steps[step]),
                                   slip_values=[(s, v.get(step)) for s, v in slip_steps],
-                                  nonfinite_hint=OVERFLOW_HINT, what="an array")
-        name = f"the {'weights' if step == 'A' else 'output'} of {call.label}"
+                                  nonfinite_hint=_(OVERFLOW_HINT), what=N_("an array"))
+        name = (_("the weights of {call}") if step == "A" else _("the output of {call}")).format(call=_(call.label))
         verdict = judge_value(part, name, expectation, reveal=reveal)
         if not verdict.passed:
             return verdict
-    return Verdict(True, f"{call.label} is correct.")
+    return Verdict(True, _("{call} is correct.").format(call=_(call.label)))
 
 
 def _looks_swapped(output, weights, steps) -> bool:
@@ -189,9 +191,10 @@ def explain_attention_error(call: Call, raised: Raised) -> str | None:
     """The likely slip behind an error: K where K^T belongs (the shapes of a product do not fit), or no keepdims."""
     if raised.type_name == "ValueError" and any(word in raised.message for word in ("matmul", "not aligned",
                                                                                     "core dimension")):
-        Q, K, _ = call.args
-        return (f"{slips.K_NOT_TRANSPOSED.advice} Q is {shape_str(Q.shape)} and K is {shape_str(K.shape)}: "
-                f"Q K does not fit, Q K^T is {shape_str((Q.shape[0], K.shape[0]))}.")
+        Q, K = call.args[:2]
+        shapes = _("Q is {Q} and K is {K}: Q K does not fit, Q K^T is {QKT}.").format(
+            Q=shape_str(Q.shape), K=shape_str(K.shape), QKT=shape_str((Q.shape[0], K.shape[0])))
+        return slips.K_NOT_TRANSPOSED.advice + " " + shapes
     if "broadcast" in raised.message:
         return slips.MISSING_KEEPDIMS.advice
     return None
@@ -213,8 +216,8 @@ def merge_call(Z, *, behaviour: str, what: str = "") -> Call:
     return Call(args=(Z,), label=f"{MERGE}({what or f'Z {shape_str(Z.shape)}'})", behaviour=behaviour)
 
 
-_RANDOM_HEAD_SHAPES = [(5, 2, 3, "2 heads"), (4, 4, 2, "more than 2 heads"), (7, 3, 5, "more than 2 heads"),
-                       (1, 8, 4, "one token")]  # (n, h, d_k, behaviour)
+_RANDOM_HEAD_SHAPES = [(5, 2, 3, N_("2 heads")), (4, 4, 2, N_("more than 2 heads")), (7, 3, 5, N_("more than 2 heads")),
+                       (1, 8, 4, N_("one token"))]  # (n, h, d_k, behaviour)
 
 
 def random_split_calls(rng: np.random.Generator) -> list[Call]:
@@ -226,7 +229,7 @@ def random_merge_calls(rng: np.random.Generator) -> list[Call]:
     n, h, d_k = 3, 4, 2
     Z = rng.normal(size=(n, h * d_k))
     calls.append(merge_call(split_heads(Z, h), what=f"split_heads(Z {shape_str(Z.shape)}, {h})",
-                            behaviour="undoes split_heads"))
+                            behaviour=N_("undoes split_heads")))
     return calls
 
 
@@ -235,11 +238,11 @@ def judge_split_heads(call: Call, result, reveal: bool) -> Verdict:
     Z, num_heads = call.args
     expectation = Expectation(
         split_heads(Z, num_heads), CODE_TOLERANCE,
-        shape_help="(h, n, d_k): one block per head, one row per token in each",
+        shape_help=N_("(h, n, d_k): one block per head, one row per token in each"),
         slip_values=[(slips.RESHAPED_WITHOUT_TRANSPOSE,
                       slips.split_heads_with_slip(Z, num_heads, slips.RESHAPED_WITHOUT_TRANSPOSE))],
-        what="an array")
-    return judge_value(result, call.label, expectation, reveal=reveal)
+        what=N_("an array"))
+    return judge_value(result, _(call.label), expectation, reveal=reveal)
 
 
 def judge_merge_heads(call: Call, result, reveal: bool) -> Verdict:
@@ -247,11 +250,11 @@ def judge_merge_heads(call: Call, result, reveal: bool) -> Verdict:
     (Z,) = call.args
     expectation = Expectation(
         merge_heads(Z), CODE_TOLERANCE,
-        shape_help="(n, h * d_k): one row per token, the heads' columns side by side",
+        shape_help=N_("(n, h * d_k): one row per token, the heads' columns side by side"),
         slip_values=[(slips.MERGED_WITHOUT_TRANSPOSE,
                       slips.merge_heads_with_slip(Z, slips.MERGED_WITHOUT_TRANSPOSE))],
-        what="an array")
-    return judge_value(result, call.label, expectation, reveal=reveal)
+        what=N_("an array"))
+    return judge_value(result, _(call.label), expectation, reveal=reveal)
 
 
 # --------------------------------------------------------------------------- sample_dot_products(d_k, n_samples, rng)
@@ -267,11 +270,11 @@ def sample_call(d_k: int, n_samples: int, seed: int, *, behaviour: str) -> Call:
 
 def _samples(call: Call, result) -> np.ndarray:
     """The result as an array of ``n_samples`` numbers, or raise :class:`_Unusable` saying why not."""
-    samples = as_numbers(result, call.label, what="an array of sample dot products")
+    samples = as_numbers(result, call.label, what=_("an array of sample dot products"))
     n_samples = call.args[1]
     if samples.shape != (n_samples,):
-        raise _Unusable(f"{call.label} has shape {shape_str(samples.shape)} but should have shape ({n_samples},): "
-                        "one dot product q.k per sample.")
+        raise _Unusable(_("{call} has shape {shape} but should have shape ({count},): one dot product q.k per "
+                          "sample.").format(call=call.label, shape=shape_str(samples.shape), count=n_samples))
     return samples
 
 
@@ -289,21 +292,27 @@ def simulated_variance_judge(*, scaled: bool):
         except _Unusable as unusable:
             return Verdict(False, str(unusable))
         exact = float(d_k)
-        what = f"Var(q.k) of {call.label}"
+        what = _("Var(q.k) of {call}").format(call=call.label)
         if scaled:
-            samples, exact, what = samples / np.sqrt(d_k), 1.0, f"Var(q.k / sqrt({d_k})) of {call.label}"
+            samples, exact = samples / np.sqrt(d_k), 1.0
+            what = _("Var(q.k / sqrt({d_k})) of {call}").format(d_k=d_k, call=call.label)
         variance = float(np.var(samples))
+        fields = {"what": what, "variance": f"{variance:.4g}", "tolerance": f"{SIMULATION_TOLERANCE:.0%}"}
         if abs(variance - exact) <= SIMULATION_TOLERANCE * exact:
-            return Verdict(True, f"the simulated {what} is within {SIMULATION_TOLERANCE:.0%} of the exact value.")
-        lines = [f"the simulated {what} is {variance:.4g}: too {'large' if variance > exact else 'small'} "
-                 f"(it counts within {SIMULATION_TOLERANCE:.0%} of the exact value)."]
+            return Verdict(True, _("the simulated {what} is within {tolerance} of the exact value.").format(**fields))
+        if variance > exact:
+            lines = [_("the simulated {what} is {variance}: too large (it counts within {tolerance} of the exact "
+                       "value).").format(**fields)]
+        else:
+            lines = [_("the simulated {what} is {variance}: too small (it counts within {tolerance} of the exact "
+                       "value).").format(**fields)]
         if abs(variance) < 1e-12:
-            lines.append("All your samples are equal: draw new random q and k for every sample.")
+            lines.append(_("All your samples are equal: draw new random q and k for every sample."))
         elif abs(variance - np.sqrt(exact)) <= SIMULATION_TOLERANCE * np.sqrt(exact) and exact != 1:
-            lines.append("That is near the square root of the variance: is each component's variance 1 "
-                         "(rng.standard_normal)?")
+            lines.append(_("That is near the square root of the variance: is each component's variance 1 "
+                           "(rng.standard_normal)?"))
         elif not scaled and abs(variance - 1) <= SIMULATION_TOLERANCE:
-            lines.append("That is the variance after dividing by sqrt(d_k): return the raw dot products q.k.")
+            lines.append(_("That is the variance after dividing by sqrt(d_k): return the raw dot products q.k."))
         return Verdict(False, "\n".join(lines))
 
     return judge
@@ -315,7 +324,7 @@ def judge_samples_shape(call: Call, result, reveal: bool) -> Verdict:
         _samples(call, result)
     except _Unusable as unusable:
         return Verdict(False, str(unusable))
-    return Verdict(True, f"{call.label} returned {call.args[1]} samples.")
+    return Verdict(True, _("{call} returned {count} samples.").format(call=call.label, count=call.args[1]))
 
 
 def rng_calls(rng: np.random.Generator, *, behaviour: str) -> list[Call]:
@@ -329,26 +338,26 @@ def judge_uses_its_rng(calls: Sequence[Call], results: Sequence, reveal: bool) -
     """The calls of :func:`rng_calls`: the same seed gives the same samples, another seed others, mean near 0."""
     same, again, other, many = (np.asarray(r, dtype=float) for r in results)
     if not np.array_equal(same, again):
-        return Verdict(False, f"{SAMPLE} returned different samples for two generators made with the same seed: "
-                              "draw q and k with the rng it is given (rng.standard_normal), not with np.random "
-                              "or a generator of your own.")
+        return Verdict(False, _("{name} returned different samples for two generators made with the same seed: "
+                                "draw q and k with the rng it is given (rng.standard_normal), not with np.random "
+                                "or a generator of your own.").format(name=SAMPLE))
     if np.allclose(same, other):
-        return Verdict(False, f"{SAMPLE} returned the same samples for generators with different seeds: draw q "
-                              "and k with the rng it is given.")
+        return Verdict(False, _("{name} returned the same samples for generators with different seeds: draw q "
+                                "and k with the rng it is given.").format(name=SAMPLE))
     if abs(many.mean()) > 0.5:  # the mean of 2000 samples of variance 16 has standard deviation ~0.09
-        return Verdict(False, f"the mean of {calls[3].label} is {many.mean():.3f}, far from 0: q and k have "
-                              "mean 0.")
-    return Verdict(True, f"{SAMPLE} draws its samples from the rng it is given.")
+        return Verdict(False, _("the mean of {call} is {mean}, far from 0: q and k have mean 0.").format(
+            call=calls[3].label, mean=f"{many.mean():.3f}"))
+    return Verdict(True, _("{name} draws its samples from the rng it is given.").format(name=SAMPLE))
 
 
 # --------------------------------------------------------------------------- fold_block, online_softmax(blocks)
 
 FOLD, ONLINE = "fold_block", "online_softmax"
-ONLINE_OVERFLOW_HINT = ("Large scores overflow e^s: measure every exponential from the running maximum, "
-                        "e^(s - m), which is at most 1.")
-FIRST_BLOCK = "first block (m = -inf, l = 0)"
-LOWER_MAX, HIGHER_MAX = "block max lower than the running max", "block max higher than the running max"
-ONE_SCORE, LARGE_SCORES = "a block of one score", "large scores"
+ONLINE_OVERFLOW_HINT = N_("Large scores overflow e^s: measure every exponential from the running maximum, "
+                           "e^(s - m), which is at most 1.")
+FIRST_BLOCK = N_("first block (m = -inf, l = 0)")
+LOWER_MAX, HIGHER_MAX = N_("block max lower than the running max"), N_("block max higher than the running max")
+ONE_SCORE, LARGE_SCORES = N_("a block of one score"), N_("large scores")
 
 
 def fold_call(m: float, l: float, block, *, behaviour: str, what: str = "") -> Call:
@@ -360,7 +369,7 @@ def fold_call(m: float, l: float, block, *, behaviour: str, what: str = "") -> C
 
 def folded(m: float, l: float, block) -> tuple[float, float]:
     """``(m', l')`` from :func:`qkv.online_softmax_update`."""
-    new_max, new_sum, _, _ = online_softmax_update(np.array([m]), np.array([l]), np.asarray(block, dtype=float))
+    new_max, new_sum, *_others = online_softmax_update(np.array([m]), np.array([l]), np.asarray(block, dtype=float))
     return float(new_max[0]), float(new_sum[0])
 
 
@@ -387,11 +396,22 @@ def random_fold_calls(rng: np.random.Generator) -> list[Call]:
 
 def _pair(call: Call, result, what: str) -> Verdict | None:
     """A verdict when ``result`` is not a pair (a tuple or list of two), else None."""
-    if isinstance(result, (tuple, list)) and len(result) == 2:
+    return not_a_tuple(call, result, what)
+
+
+def not_a_tuple(call: Call, result, what: str, count: int = 2) -> Verdict | None:
+    """A verdict when ``result`` is not a tuple (or list) of ``count`` (2: a pair, 3), else None; ``what`` is the
+    return statement's names (``"output, weights"``)."""
+    if isinstance(result, (tuple, list)) and len(result) == count:
         return None
-    kind = f"a {type(result).__name__} of {len(result)}" if isinstance(result, (tuple, list)) else (
-        f"one {type(result).__name__}")
-    return Verdict(False, f"{call.label} returned {kind}; it must return a pair: return {what}")
+    fields = {"call": _(call.label), "type": type(result).__name__, "what": what}
+    if isinstance(result, (tuple, list)):
+        found = _("{call} returned a {type} of {length}").format(length=len(result), **fields)
+    else:
+        found = _("{call} returned one {type}").format(**fields)
+    wanted = (_("; it must return a pair: return {what}") if count == 2 else
+              _("; it must return three arrays: return {what}")).format(**fields)
+    return Verdict(False, found + wanted)
 
 
 def judge_fold_block(call: Call, result, reveal: bool) -> Verdict:
@@ -403,16 +423,16 @@ def judge_fold_block(call: Call, result, reveal: bool) -> Verdict:
     slip_values = slips.merged([(slip, np.array(fold_with_slip(m, l, block, slip)[:2]))
                                 for slip in ONLINE_SLIPS[:6]])
     expectation = Expectation(np.array(folded(m, l, block)), CODE_TOLERANCE, labels=(("m", "l"),),
-                              shape_help="the pair (m_new, l_new)", slip_values=slip_values,
-                              nonfinite_hint=ONLINE_OVERFLOW_HINT, what="the pair (m_new, l_new)")
-    return judge_value(tuple(result), call.label, expectation, reveal=reveal)
+                              shape_help=N_("the pair (m_new, l_new)"), slip_values=slip_values,
+                              nonfinite_hint=_(ONLINE_OVERFLOW_HINT), what=N_("the pair (m_new, l_new)"))
+    return judge_value(tuple(result), _(call.label), expectation, reveal=reveal)
 
 
 def explain_fold_error(call: Call, raised: Raised) -> str | None:
     """The likely slip behind an error: ``max(m, block)`` compares a number with a whole array."""
     if "truth value of an array" in raised.message:
-        return ("max(m, block) compares m with the whole block: take the block's largest score first, "
-                "max(m, block.max()).")
+        return _("max(m, block) compares m with the whole block: take the block's largest score first, "
+                 "max(m, block.max()).")
     return None
 
 
@@ -421,7 +441,8 @@ def online_call(blocks, *, behaviour: str, what: str = "") -> Call:
     blocks = [np.asarray(b, dtype=float) for b in blocks]
     shown = what or "[" + ", ".join(describe_input(b) for b in blocks) + "]"
     if not what and len(shown) > 60:
-        shown = f"{len(blocks)} blocks of a row of {sum(len(b) for b in blocks)} scores"
+        shown = _("{count} blocks of a row of {scores} scores").format(count=len(blocks),
+                                                                         scores=sum(len(b) for b in blocks))
     return Call(args=(blocks,), label=f"{ONLINE}({shown})", behaviour=behaviour)
 
 
@@ -434,16 +455,17 @@ def random_online_calls(rng: np.random.Generator) -> list[Call]:
     """Random rows: two blocks with the largest score first or last, more blocks, one score per block,
     scores near 1000."""
     calls = []
-    for place, behaviour in ((0, "the largest score in the first block"), (-1, "the largest score in a later block")):
+    for place, behaviour in ((0, N_("the largest score in the first block")),
+                             (-1, N_("the largest score in a later block"))):
         scores = random_halves(rng, (5,), -3, 3)
         top = int(np.argmax(scores))
         scores[[place, top]] = scores[[top, place]]
         calls.append(online_call(cut(scores, (2, 3)), behaviour=behaviour))
     sizes = rng.integers(1, 4, size=int(rng.integers(4, 7)))
-    calls.append(online_call(cut(random_halves(rng, (int(sizes.sum()),), -3, 3), sizes), behaviour="more blocks"))
-    calls.append(online_call(cut(random_halves(rng, (6,), -3, 3), (1,) * 6), behaviour="blocks of one score"))
+    calls.append(online_call(cut(random_halves(rng, (int(sizes.sum()),), -3, 3), sizes), behaviour=N_("more blocks")))
+    calls.append(online_call(cut(random_halves(rng, (6,), -3, 3), (1,) * 6), behaviour=N_("blocks of one score")))
     calls.append(online_call(cut(1000 + rng.normal(scale=3.0, size=7), (3, 2, 2)), behaviour=LARGE_SCORES,
-                             what="3 blocks of scores near 1000"))
+                             what=_("3 blocks of scores near 1000")))
     return calls
 
 
@@ -458,24 +480,28 @@ def judge_online_softmax(call: Call, result, reveal: bool) -> Verdict:
     steps = online_steps(blocks)
     slipped = [(slip, online_steps(blocks, slip)) for slip in ONLINE_SLIPS]
     for part, step, shape_help in (
-            (running, "running", f"one row [m, l] per block: ({len(blocks)}, 2), returned second"),
-            (weights, "weights", f"one weight per score ({len(steps['weights'])}), returned first")):
+            (running, "running", _("one row [m, l] per block: ({count}, 2), returned second").format(
+                count=len(blocks))),
+            (weights, "weights", _("one weight per score ({count}), returned first").format(
+                count=len(steps["weights"])))):
         expectation = Expectation(steps[step], CODE_TOLERANCE, shape_help=shape_help,
                                   slip_values=slips.merged([(s, v.get(step)) for s, v in slipped]),
-                                  nonfinite_hint=ONLINE_OVERFLOW_HINT, what="an array")
-        verdict = judge_value(part, f"the {step} of {call.label}", expectation, reveal=reveal)
+                                  nonfinite_hint=_(ONLINE_OVERFLOW_HINT), what=N_("an array"))
+        name = (_("the running of {call}") if step == "running" else _("the weights of {call}")).format(
+            call=_(call.label))
+        verdict = judge_value(part, name, expectation, reveal=reveal)
         if not verdict.passed:
             return verdict
-    return Verdict(True, f"{call.label} is correct.")
+    return Verdict(True, _("{call} is correct.").format(call=_(call.label)))
 
 
 # --------------------------------------------------------------------------- gaussian_kernel_weights(Q, K, sigma)
 
 KERNEL = "gaussian_kernel_weights"
-UNDERFLOW_HINT = ("Far from every key, every e^(exponent) underflows to 0 and 0 / 0 is nan: subtract the row's "
-                  "largest exponent (the nearest key's) before taking e^x; the weights do not change.")
-ONE_QUERY, SEVERAL_QUERIES = "one query", "several queries (each row sums to 1)"
-ONE_FEATURE, FAR_AWAY = "one feature (d = 1)", "far from every key (a narrow kernel)"
+UNDERFLOW_HINT = N_("Far from every key, every e^(exponent) underflows to 0 and 0 / 0 is nan: subtract the row's "
+                     "largest exponent (the nearest key's) before taking e^x; the weights do not change.")
+ONE_QUERY, SEVERAL_QUERIES = N_("one query"), N_("several queries (each row sums to 1)")
+ONE_FEATURE, FAR_AWAY = N_("one feature (d = 1)"), N_("far from every key (a narrow kernel)")
 
 
 def kernel_call(Q, K, sigma: float, *, behaviour: str, what: str = "") -> Call:
@@ -505,36 +531,38 @@ def judge_kernel_weights(call: Call, result, reveal: bool) -> Verdict:
     values = np.zeros((len(K), 1))  # the weights do not depend on the values
     expectation = Expectation(
         kernel_steps(Q, K, values, sigma)["weights"], CODE_TOLERANCE,
-        shape_help="(n_q, n_k): one row per query, one column per key",
+        shape_help=N_("(n_q, n_k): one row per query, one column per key"),
         slip_values=slips.merged([(s, kernel_steps(Q, K, values, sigma, s).get("weights"))
                                   for s in KERNEL_SLIPS]),
-        nonfinite_hint=UNDERFLOW_HINT, what="an array")
-    return judge_value(result, call.label, expectation, reveal=reveal)
+        nonfinite_hint=_(UNDERFLOW_HINT), what=N_("an array"))
+    return judge_value(result, _(call.label), expectation, reveal=reveal)
 
 
 def explain_kernel_error(call: Call, raised: Raised) -> str | None:
     """The likely slip behind an error: ``Q - K`` for arrays of different lengths."""
     if "broadcast" in raised.message:
-        Q, K, _ = call.args
-        return (f"Q - K subtracts row by row and needs equal shapes (here {shape_str(Q.shape)} and "
-                f"{shape_str(K.shape)}); for every query-key pair write Q[:, None, :] - K[None, :, :], of shape "
-                f"{shape_str((len(Q), len(K), Q.shape[1]))}.")
+        Q, K = call.args[:2]
+        return _("Q - K subtracts row by row and needs equal shapes (here {Q} and {K}); for every query-key pair "
+                 "write Q[:, None, :] - K[None, :, :], of shape {pairs}.").format(
+            Q=shape_str(Q.shape), K=shape_str(K.shape), pairs=shape_str((len(Q), len(K), Q.shape[1])))
     return None
 # --------------------------------------------------------------------------- masks (problem set 7)
 # causal_mask(n) and masked_softmax(scores, mask)
 
 CAUSAL_MASK, MASKED_SOFTMAX = "causal_mask", "masked_softmax"
-MASK_NONFINITE_HINT = ("0 * (-inf) is NaN: choose the blocked entries with np.where rather than by multiplying with "
-                       "the mask. " + OVERFLOW_HINT)
-MASK_OVERFLOW_HINT = (OVERFLOW_HINT + " (If you multiplied by the mask, 0 * (-inf) is NaN too: choose the blocked "
-                      "entries with np.where.)")
+MASK_NONFINITE_HINT = N_("0 * (-inf) is NaN: choose the blocked entries with np.where rather than by multiplying "
+                        "with the mask.")
+MASK_ALSO_NONFINITE_HINT = N_("(If you multiplied by the mask, 0 * (-inf) is NaN too: choose the blocked entries with "
+                             "np.where.)")
 LARGEST_EXPONENT = float(np.log(np.finfo(float).max))  # e^s overflows to inf above this (about 709.78)
 
 
 def masked_nonfinite_hint(scores) -> str:
     """Why a masked softmax of ``scores`` came out NaN or infinite, the likelier cause first: an
     overflowing e^s when some score is too large for it, else 0 * (-inf) from a mask multiplied in."""
-    return MASK_OVERFLOW_HINT if np.max(scores) > LARGEST_EXPONENT else MASK_NONFINITE_HINT
+    if np.max(scores) > LARGEST_EXPONENT:
+        return _(OVERFLOW_HINT) + " " + _(MASK_ALSO_NONFINITE_HINT)
+    return _(MASK_NONFINITE_HINT) + " " + _(OVERFLOW_HINT)
 
 
 def judge_boolean(result, label: str, expected: np.ndarray, slip_values, *, reveal: bool, shape_help: str,
@@ -544,29 +572,35 @@ def judge_boolean(result, label: str, expected: np.ndarray, slip_values, *, reve
     try:
         value = np.asarray(result)
     except Exception:  # an object of the student's own whose conversion fails
-        return Verdict(False, f"{label} returned a {type(result).__name__}, which is not an array: return {what}.")
+        return Verdict(False, _("{call} returned a {type}, which is not an array: return {what}.").format(
+            call=label, type=type(result).__name__, what=what))
     if value.dtype.kind not in "biuf":
-        return Verdict(False, f"{label} returned {type(result).__name__} of {value.dtype}: return {what}.")
+        return Verdict(False, _("{call} returned {type} of {dtype}: return {what}.").format(
+            call=label, type=type(result).__name__, dtype=value.dtype, what=what))
     if value.shape != expected.shape:
-        return Verdict(False, f"{label} has shape {shape_str(value.shape)} but should have shape "
-                              f"{shape_str(expected.shape)}: {shape_help}.")
+        return Verdict(False, _("{name} has shape {shape} but should have shape {expected}").format(
+            name=label, shape=shape_str(value.shape), expected=shape_str(expected.shape))
+            + _(": {meaning}.").format(meaning=shape_help))
     if value.dtype.kind != "b":
-        return Verdict(False, f"{label} holds numbers ({value.dtype}), not True/False: return {what}. (A mask of 1s "
-                              "and 0s is easily read as weights, or as a mask added to the scores.)")
+        return Verdict(False, _("{call} holds numbers ({dtype}), not True/False: return {what}. (A mask of 1s and 0s "
+                                "is easily read as weights, or as a mask added to the scores.)").format(
+            call=label, dtype=value.dtype, what=what))
     wrong = value != expected
     if not wrong.any():
-        return Verdict(True, f"{label} is correct ({expected.size} entries).")
+        return Verdict(True, _("{call} is correct ({count} entries).").format(call=label, count=expected.size))
     index = tuple(int(i) for i in np.argwhere(wrong)[0])
     where = f"{label}[{', '.join(map(str, index))}]"
     if value.ndim == 2:
-        where += f" (query {index[0]}, key {index[1]})"
+        where += " " + _("(query {query}, key {key})").format(query=index[0], key=index[1])
     count = int(wrong.sum())
-    line = (f"{where} is {bool(value[index])}, which is wrong" + (f" (expected {bool(expected[index])})" if reveal
-                                                                   else "")
-            + f"; {count} of {expected.size} entries {'is' if count == 1 else 'are'} wrong.")
+    fields = {"where": where, "value": bool(value[index]), "expected": bool(expected[index])}
+    line = (_("{where} is {value}, which is wrong (expected {expected})") if reveal
+            else _("{where} is {value}, which is wrong")).format(**fields)
+    line += ngettext("; {count} of {size} entries is wrong.", "; {count} of {size} entries are wrong.",
+                     count).format(count=count, size=expected.size)
     for slip, slipped in slip_values:
         if slipped is not None and slipped.shape == value.shape and np.array_equal(slipped, value):
-            return Verdict(False, f"{line}\nLikely slip: {slip.advice}")
+            return Verdict(False, line + "\n" + likely_slip(slip.advice))
     return Verdict(False, line)
 
 
@@ -581,13 +615,14 @@ def judge_causal_mask(call: Call, result, reveal: bool) -> Verdict:
     slip_values = [(MASK_WRONG_TRIANGLE, expected.T), (DIAGONAL_BLOCKED, np.tril(expected, k=-1)),
                    (MASK_INVERTED, ~expected)]
     slip_values = [(slip, value) for slip, value in slip_values if not np.array_equal(value, expected)]
-    return judge_boolean(result, call.label, expected, slip_values, reveal=reveal,
-                         shape_help=f"one row per query ({n}), one column per key ({n})",
-                         what=f"a boolean array of shape ({n}, {n}), True where query i may attend to key j")
+    return judge_boolean(result, _(call.label), expected, slip_values, reveal=reveal,
+                         shape_help=_("one row per query ({rows}), one column per key ({cols})").format(rows=n, cols=n),
+                         what=_("a boolean array of shape ({n}, {n}), True where query i may attend to key j").format(
+                             n=n))
 
 
 def random_causal_mask_calls(rng: np.random.Generator) -> list[Call]:
-    return [causal_mask_call(int(n), behaviour="n tokens") for n in rng.choice(np.arange(2, 13), 3, replace=False)]
+    return [causal_mask_call(int(n), behaviour=N_("n tokens")) for n in rng.choice(np.arange(2, 13), 3, replace=False)]
 
 
 PADDING_MASK = "padding_mask"
@@ -608,26 +643,29 @@ def judge_padding_mask(call: Call, result, reveal: bool) -> Verdict:
     except Exception:  # a ragged list: judge_boolean says what is wrong with it
         shape = None
     if shape == (len(lengths), n):
-        return Verdict(False, f"{call.label} has shape {shape_str((len(lengths), n))} but should have shape "
-                              f"{shape_str(expected.shape)}.\nLikely slip: {PADDING_QUERY_AXIS_MISSING.advice}")
+        return Verdict(False, _("{name} has shape {shape} but should have shape {expected}").format(
+            name=_(call.label), shape=shape_str((len(lengths), n)), expected=shape_str(expected.shape)) + _(".")
+            + "\n" + likely_slip(PADDING_QUERY_AXIS_MISSING.advice))
     keys = np.arange(n)  # (n,)
     off_by_one = (keys[None, :] <= np.asarray(lengths)[:, None])[:, None, :]  # (batch, 1, n): j <= l
     slip_values = [(MASK_INVERTED, ~expected), (PADDING_OFF_BY_ONE, off_by_one)]
-    return judge_boolean(result, call.label, expected,
+    return judge_boolean(result, _(call.label), expected,
                          [(slip, value) for slip, value in slip_values if not np.array_equal(value, expected)],
-                         reveal=reveal, shape_help=f"one sentence per row ({len(lengths)}), one query axis of size 1, "
-                                                   f"one column per key ({n})",
-                         what=f"a boolean array of shape ({len(lengths)}, 1, {n}), True where key j is a real token")
+                         reveal=reveal,
+                         shape_help=_("one sentence per row ({rows}), one query axis of size 1, one column per key "
+                                      "({n})").format(rows=len(lengths), n=n),
+                         what=_("a boolean array of shape ({rows}, 1, {n}), True where key j is a real token").format(
+                             rows=len(lengths), n=n))
 
 
 def random_padding_mask_calls(rng: np.random.Generator) -> list[Call]:
     """Random batches of padded sentences, each with at least one sentence shorter than ``n``."""
     calls = []
-    for _ in range(3):
+    for _sentence in range(3):
         batch, n = int(rng.integers(2, 6)), int(rng.integers(2, 11))
         lengths = rng.integers(1, n + 1, size=batch)
         lengths[rng.integers(0, batch)] = int(rng.integers(1, n))  # some padding
-        calls.append(padding_mask_call(lengths, n, behaviour="padded sentences"))
+        calls.append(padding_mask_call(lengths, n, behaviour=N_("padded sentences")))
     return calls
 
 
@@ -646,20 +684,24 @@ def random_masked_softmax_calls(rng: np.random.Generator) -> list[Call]:
     """Random scores under every kind of mask the visible checks try: causal, padding, n_q != n_k, large scores."""
     n = int(rng.integers(3, 8))
     calls = [masked_softmax_call(rng.normal(scale=3.0, size=(n, n)), causal_mask(n),
-                                 what=f"scores ({n}, {n}), causal_mask({n})", behaviour="causal mask")]
+                                 what=_("scores ({n}, {n}), causal_mask({n})").format(n=n),
+                                 behaviour=N_("causal mask"))]
     batch, n = int(rng.integers(2, 5)), int(rng.integers(3, 7))
     lengths = rng.integers(1, n + 1, size=batch)
     calls.append(masked_softmax_call(rng.normal(scale=3.0, size=(batch, n, n)), padding_mask_of(lengths, n),
-                                     what=f"scores ({batch}, {n}, {n}), a padding mask ({batch}, 1, {n})",
-                                     behaviour="padding mask, broadcast over the queries"))
+                                     what=_("scores ({batch}, {n}, {n}), a padding mask ({batch}, 1, {n})").format(
+                                         batch=batch, n=n),
+                                     behaviour=N_("padding mask, broadcast over the queries")))
     n_q, n_k = int(rng.integers(1, 5)), int(rng.integers(5, 9))
     mask = rng.random((n_q, n_k)) < 0.6
     mask[np.arange(n_q), rng.integers(0, n_k, size=n_q)] = True  # every query keeps a key
     calls.append(masked_softmax_call(rng.normal(scale=3.0, size=(n_q, n_k)), mask,
-                                     what=f"scores ({n_q}, {n_k}), a mask ({n_q}, {n_k})", behaviour="n_q != n_k"))
+                                     what=_("scores ({n_q}, {n_k}), a mask ({n_q}, {n_k})").format(n_q=n_q, n_k=n_k),
+                                     behaviour="n_q != n_k"))
     n = int(rng.integers(3, 7))
     calls.append(masked_softmax_call(800 + rng.normal(scale=3.0, size=(n, n)), causal_mask(n),
-                                     what=f"scores near 800 ({n}, {n}), causal_mask({n})", behaviour="large scores"))
+                                     what=_("scores near 800 ({n}, {n}), causal_mask({n})").format(n=n),
+                                     behaviour=LARGE_SCORES))
     return calls
 
 
@@ -674,18 +716,18 @@ def judge_masked_softmax(call: Call, result, reveal: bool) -> Verdict:
     with np.errstate(over="ignore", invalid="ignore"):
         slip_values = [(slip, masked_softmax_steps(scores, mask, slip).get("A")) for slip in candidates]
     expectation = Expectation(masked_softmax_steps(scores, mask)["A"], CODE_TOLERANCE,
-                              shape_help="the shape of the scores", slip_values=slip_values,
-                              nonfinite_hint=masked_nonfinite_hint(scores), what="an array")
-    return judge_value(result, call.label, expectation, reveal=reveal)
+                              shape_help=N_("the shape of the scores"), slip_values=slip_values,
+                              nonfinite_hint=masked_nonfinite_hint(scores), what=N_("an array"))
+    return judge_value(result, _(call.label), expectation, reveal=reveal)
 
 
 def explain_masked_softmax_error(call: Call, raised: Raised) -> str | None:
     """The likely slip behind an error: sums that do not broadcast back (no keepdims), a mask used as numbers."""
     if "broadcast" in raised.message:
-        return (f"{slips.MISSING_KEEPDIMS.advice} The mask may have fewer axes of size > 1 than the scores "
-                "(a padding mask is (batch, 1, n)): np.where broadcasts it.")
+        return slips.MISSING_KEEPDIMS.advice + " " + _("The mask may have fewer axes of size > 1 than the scores "
+                                                       "(a padding mask is (batch, 1, n)): np.where broadcasts it.")
     if raised.type_name == "TypeError" and "boolean" in raised.message:
-        return "the mask holds True/False: use it to choose entries (np.where(mask, ...)), not in arithmetic."
+        return _("the mask holds True/False: use it to choose entries (np.where(mask, ...)), not in arithmetic.")
     return None
 
 
@@ -702,8 +744,8 @@ def encoding_call(n: int, d_model: int, *, behaviour: str) -> Call:
 def random_encoding_calls(rng: np.random.Generator) -> list[Call]:
     """Random tables of the kinds the visible checks try: d_model = 4, wider, one position."""
     return [encoding_call(int(rng.integers(2, 9)), 4, behaviour="d_model = 4"),
-            encoding_call(int(rng.integers(10, 60)), 2 * int(rng.integers(3, 33)), behaviour="wider d_model"),
-            encoding_call(1, 2 * int(rng.integers(2, 9)), behaviour="one position")]
+            encoding_call(int(rng.integers(10, 60)), 2 * int(rng.integers(3, 33)), behaviour=N_("wider d_model")),
+            encoding_call(1, 2 * int(rng.integers(2, 9)), behaviour=N_("one position"))]
 
 
 _ENCODING_FUNCTION_SLIPS = (SIN_COS_SWAPPED, SINES_THEN_COSINES, EXPONENT_I_NOT_2I,
@@ -716,18 +758,18 @@ def judge_encoding(call: Call, result, reveal: bool) -> Verdict:
     positions = np.arange(n)
     expectation = Expectation(
         sinusoidal_position_encoding(n, d_model), CODE_TOLERANCE,
-        shape_help=f"one row per position ({n}), one column per dimension ({d_model})",
+        shape_help=_("one row per position ({n}), one column per dimension ({d_model})").format(n=n, d_model=d_model),
         slip_values=[(slip, encoding_with_slip(positions, d_model, slip)) for slip in _ENCODING_FUNCTION_SLIPS],
-        what="an array")
-    return judge_value(result, call.label, expectation, reveal=reveal)
+        what=N_("an array"))
+    return judge_value(result, _(call.label), expectation, reveal=reveal)
 
 
 
 # --------------------------------------------------------------------------- layer_norm(X, gamma, beta, eps=1e-5)
 
 LAYER_NORM = "layer_norm"
-EPS_HINT = ("A row whose entries are all equal has variance 0: divide by sqrt(variance + eps), so that the "
-            "division stays finite.")
+EPS_HINT = N_("A row whose entries are all equal has variance 0: divide by sqrt(variance + eps), so that the "
+               "division stays finite.")
 
 
 def layer_norm_call(X, gamma, beta, eps: float | None = None, *, what: str, behaviour: str) -> Call:
@@ -746,21 +788,24 @@ def _norm_parameters(rng: np.random.Generator, d: int) -> tuple[np.ndarray, np.n
 def layer_norm_rows_call(rng: np.random.Generator, shape: tuple[int, int]) -> Call:
     X = random_halves(rng, shape, -3, 3)
     return layer_norm_call(X, np.ones(shape[-1]), np.zeros(shape[-1]),
-                           what=f"an array of shape {shape_str(shape)}, gamma = 1, beta = 0", behaviour="rows")
+                           what=_("an array of shape {shape}, gamma = 1, beta = 0").format(shape=shape_str(shape)),
+                           behaviour=N_("rows"))
 
 
 def layer_norm_gamma_beta_call(rng: np.random.Generator, shape: tuple[int, ...],
-                               behaviour: str = "gamma and beta") -> Call:
+                               behaviour: str = N_("gamma and beta")) -> Call:
     gamma, beta = _norm_parameters(rng, shape[-1])
     return layer_norm_call(random_halves(rng, shape, -3, 3), gamma, beta,
-                           what=f"an array of shape {shape_str(shape)}, gamma, beta", behaviour=behaviour)
+                           what=_("an array of shape {shape}, gamma, beta").format(shape=shape_str(shape)),
+                           behaviour=behaviour)
 
 
 def layer_norm_eps_call(rng: np.random.Generator, eps: float | None, d: int) -> Call:
     """Two rows, the first of equal entries (variance 0: only eps keeps it finite); ``eps`` None: the default."""
     X = np.stack([np.full(d, float(rng.integers(-3, 4))), random_halves(rng, (d,), -2, 2)])  # (2, d)
     gamma, beta = _norm_parameters(rng, d)
-    return layer_norm_call(X, gamma, beta, eps, what=f"a row of equal entries and one more ({shape_str(X.shape)})",
+    return layer_norm_call(X, gamma, beta, eps,
+                           what=_("a row of equal entries and one more ({shape})").format(shape=shape_str(X.shape)),
                            behaviour="eps")
 
 
@@ -769,7 +814,8 @@ def layer_norm_large_call(rng: np.random.Generator, shape: tuple[int, int]) -> C
     offsets = 10.0 ** rng.integers(6, 8, size=(shape[0], 1)) * rng.integers(1, 10, size=(shape[0], 1))
     gamma, beta = _norm_parameters(rng, shape[1])
     return layer_norm_call(offsets + rng.normal(size=shape), gamma, beta,
-                           what=f"rows near a million or more ({shape_str(shape)})", behaviour="large values")
+                           what=_("rows near a million or more ({shape})").format(shape=shape_str(shape)),
+                           behaviour=N_("large values"))
 
 
 def random_layer_norm_calls(rng: np.random.Generator) -> list[Call]:
@@ -777,7 +823,7 @@ def random_layer_norm_calls(rng: np.random.Generator) -> list[Call]:
     return [layer_norm_rows_call(rng, (int(rng.integers(2, 6)), int(rng.integers(3, 9)))),
             layer_norm_gamma_beta_call(rng, (int(rng.integers(2, 6)), int(rng.integers(3, 9)))),
             layer_norm_eps_call(rng, [None, 0.01, 0.1, 0.5, 2.0][int(rng.integers(5))], int(rng.integers(3, 7))),
-            layer_norm_gamma_beta_call(rng, (2, int(rng.integers(2, 4)), int(rng.integers(3, 7))), "3-D input"),
+            layer_norm_gamma_beta_call(rng, (2, int(rng.integers(2, 4)), int(rng.integers(3, 7))), N_("3-D input")),
             layer_norm_large_call(rng, (int(rng.integers(2, 4)), int(rng.integers(4, 8))))]
 
 
@@ -786,10 +832,10 @@ def judge_layer_norm(call: Call, result, reveal: bool) -> Verdict:
     X, gamma, beta = call.args
     eps = call.kwargs.get("eps", 1e-5)
     expectation = Expectation(
-        layer_norm(X, gamma, beta, eps), CODE_TOLERANCE, shape_help="the shape of X: each row normalised",
+        layer_norm(X, gamma, beta, eps), CODE_TOLERANCE, shape_help=N_("the shape of X: each row normalised"),
         slip_values=[(slip, layer_norm_with_slip(X, gamma, beta, eps, slip)) for slip in LAYER_NORM_SLIPS],
-        nonfinite_hint=EPS_HINT, what="an array")
-    return judge_value(result, call.label, expectation, reveal=reveal)
+        nonfinite_hint=_(EPS_HINT), what=N_("an array"))
+    return judge_value(result, _(call.label), expectation, reveal=reveal)
 
 
 def explain_layer_norm_error(call: Call, raised: Raised) -> str | None:
@@ -817,7 +863,9 @@ def small_layer_call(rng: np.random.Generator, n: int, d_model: int, num_heads: 
     arrays = {name: random_halves(rng, (d_model, d_model) if name.startswith("W") else (d_model,), -1, 1)
               for name in LAYER_ARRAYS}
     return layer_attention_call(random_halves(rng, (n, d_model), -2, 2), arrays, num_heads,
-                                what=f"{n} tokens of width {d_model}, {num_heads} heads", behaviour="a small layer")
+                                what=_("{n} tokens of width {d_model}, {heads} heads").format(
+                                    n=n, d_model=d_model, heads=num_heads),
+                                behaviour=N_("a small layer"))
 
 
 def random_small_layer_calls(rng: np.random.Generator) -> list[Call]:
@@ -829,37 +877,39 @@ def random_small_layer_calls(rng: np.random.Generator) -> list[Call]:
 def judge_layer_attention(call: Call, result, reveal: bool) -> Verdict:
     """Compare ``(output, weights)`` with :func:`qkv.fused_multi_head_attention` on the layer's arrays; name a slip."""
     X, W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O, num_heads = call.args
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        kind = f"a {type(result).__name__} of {len(result)}" if isinstance(result, (tuple, list)) else (
-            f"one {type(result).__name__}")
-        return Verdict(False, f"{call.label} returned {kind}; it must return a pair: return output, weights")
+    not_a_pair = not_a_tuple(call, result, "output, weights")
+    if not_a_pair:
+        return not_a_pair
     output, weights = result
     expected_output, expected_weights = fused_multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads,
                                                                    b_Q, b_K, b_V, b_O)
     if _looks_swapped(output, weights, {"A": expected_weights, "O": expected_output}):
-        return Verdict(False, f"{call.label} returned the weights first.\n"
-                              f"Likely slip: {slips.OUTPUT_AND_WEIGHTS_SWAPPED.advice}")
+        return Verdict(False, _("{call} returned the weights first.").format(call=_(call.label)) + "\n"
+                       + likely_slip(slips.OUTPUT_AND_WEIGHTS_SWAPPED.advice))
     slipped = [(slip, layer_attention_with_slip(*call.args, slip)) for slip in LAYER_ATTENTION_SLIPS]
     n, d_out = expected_output.shape
-    parts = ((weights, expected_weights, 1, "weights",
-              f"(h, n, n) = {shape_str(expected_weights.shape)}: one map per head, one row per query token"),
-             (output, expected_output, 0, "output", f"(n, d_model) = ({n}, {d_out}): one row per token"))
+    label = _(call.label)
+    parts = ((weights, expected_weights, 1, _("the weights of {call}").format(call=label),
+              _("(h, n, n) = {shape}: one map per head, one row per query token").format(
+                  shape=shape_str(expected_weights.shape))),
+             (output, expected_output, 0, _("the output of {call}").format(call=label),
+              _("(n, d_model) = ({n}, {d_out}): one row per token").format(n=n, d_out=d_out)))
     for part, expected, index, name, shape_help in parts:
         expectation = Expectation(expected, CODE_TOLERANCE, shape_help=shape_help,
                                   slip_values=[(s, None if v is None else v[index]) for s, v in slipped],
-                                  nonfinite_hint=OVERFLOW_HINT, what="an array")
-        verdict = judge_value(part, f"the {name} of {call.label}", expectation, reveal=reveal)
+                                  nonfinite_hint=_(OVERFLOW_HINT), what=N_("an array"))
+        verdict = judge_value(part, name, expectation, reveal=reveal)
         if not verdict.passed:
             return verdict
-    return Verdict(True, f"{call.label} is correct.")
+    return Verdict(True, _("{call} is correct.").format(call=label))
 
 
 def explain_layer_attention_error(call: Call, raised: Raised) -> str | None:
     """The likely slip behind an error: K where K^T belongs, heads cut with a reshape that does not fit."""
     if raised.type_name == "ValueError" and any(word in raised.message for word in ("matmul", "not aligned",
                                                                                     "core dimension")):
-        return ("the scores of every head are Q K^T: with Q and K of shape (h, n, d_k), write "
-                "Q @ K.transpose(0, 2, 1) (K.T would reverse all three axes).")
+        return _("the scores of every head are Q K^T: with Q and K of shape (h, n, d_k), write "
+                 "Q @ K.transpose(0, 2, 1) (K.T would reverse all three axes).")
     if "reshape" in raised.message:
         return slips.RESHAPED_WITHOUT_TRANSPOSE.advice
     if "broadcast" in raised.message:

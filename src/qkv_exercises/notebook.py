@@ -235,7 +235,7 @@ class Session:
             possible += check.points
             verdict = self.verdicts.get(check.grade_id)
             if verdict is None:
-                lines.append(f"  - {check.grade_id:<{width}}  {_('not run yet')}")
+                lines.append(f"  - {check.grade_id:<{width}}  " + _("not run yet"))
             elif verdict.passed:
                 earned += check.points
                 lines.append(f"  {GREEN}\u2713{RESET} {check.grade_id:<{width}}")

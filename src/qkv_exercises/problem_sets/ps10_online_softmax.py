@@ -42,17 +42,19 @@ from ..functions import (
     random_halves,
     random_online_calls,
 )
-from ..language import N_
+from ..language import N_, _
 
-FLASH_RIGHT = "Memory and memory traffic: it never stores the n x n weights, and its output is exact."
+FLASH_RIGHT = N_("Memory and memory traffic: it never stores the n x n weights, and its output is exact.")
 FLASH_OPTIONS = {  # option -> what choosing it means (the right one: "")
-    "Arithmetic: it does fewer than n^2 d multiply-adds.": "it does the same O(n^2 d) multiply-adds (a few more, "
-                                                             "to recompute scores); it moves less data.",
+    N_("Arithmetic: it does fewer than n^2 d multiply-adds."):
+        N_("it does the same O(n^2 d) multiply-adds (a few more, "
+                                                             "to recompute scores); it moves less data."),
     FLASH_RIGHT: "",
-    "Accuracy for speed: its output approximates attention.": "the rescaled running sums make its output exactly "
-                                                                "the softmax-weighted sum, not an approximation.",
-    "Parameters: its heads share one W_Q, W_K and W_V.": "it changes how attention is computed, not the model: "
-                                                         "the parameters are the same.",
+    N_("Accuracy for speed: its output approximates attention."):
+        N_("the rescaled running sums make its output exactly "
+                                                                "the softmax-weighted sum, not an approximation."),
+    N_("Parameters: its heads share one W_Q, W_K and W_V."): N_("it changes how attention is computed, not the model: "
+                                                         "the parameters are the same."),
 }
 
 
@@ -72,9 +74,9 @@ def _state(grade_id: str, given: str, t: int, description: str) -> ValueCheck:
 
 def _your_folds(g, rng) -> list:
     forwards, backwards = g["blocks"], g["reversed_blocks"]
-    return (fold_calls_after(forwards[0], forwards[1], behaviour=LOWER_MAX, what="your block 2")
+    return (fold_calls_after(forwards[0], forwards[1], behaviour=LOWER_MAX, what=_("your block 2"))
             + fold_calls_after(backwards[0], backwards[1], behaviour=HIGHER_MAX,
-                               what="block 2 of your scores read backwards")[1:])
+                               what=_("block 2 of your scores read backwards"))[1:])
 
 
 def _other_folds(g, rng) -> list:
@@ -86,16 +88,16 @@ def _other_folds(g, rng) -> list:
 
 
 def _your_rows(g, rng) -> list:
-    return [online_call(g["blocks"], behaviour="the largest score in the first block"),
-            online_call(g["reversed_blocks"], behaviour="the largest score in a later block")]
+    return [online_call(g["blocks"], behaviour=N_("the largest score in the first block")),
+            online_call(g["reversed_blocks"], behaviour=N_("the largest score in a later block"))]
 
 
 def _other_rows(g, rng) -> list:
     more = random_halves(rng, (9,), -3, 3)
-    return [online_call(cut(more, (2, 1, 3, 1, 2)), behaviour="more blocks"),
-            online_call(cut(random_halves(rng, (5,), -3, 3), (1,) * 5), behaviour="blocks of one score"),
+    return [online_call(cut(more, (2, 1, 3, 1, 2)), behaviour=N_("more blocks")),
+            online_call(cut(random_halves(rng, (5,), -3, 3), (1,) * 5), behaviour=N_("blocks of one score")),
             online_call(cut(1000 + random_halves(rng, (6,), -3, 3), (2, 2, 2)), behaviour=LARGE_SCORES,
-                        what="3 blocks of scores near 1000")]
+                        what=_("3 blocks of scores near 1000"))]
 
 
 _fold_check = function_checks("fold_block", judge_fold_block, explain_fold_error)

@@ -28,35 +28,35 @@ from ..functions import (
     random_halves,
     random_kernel_calls,
 )
-from ..language import N_
+from ..language import N_, _
 
 KEYS = ("k1", "k2", "k3")
 VALUES = ("v1", "v2", "v3")
 MEAN = "mean"  # the narrow-kernel question's distractor: what a very wide kernel returns
 
-WHY_RIGHT = ("When all keys have the same length: -|q - k|^2 / (2 sigma^2) is then q . k / sigma^2 plus a term "
-             "that is the same for every key, which the softmax cancels.")
+WHY_RIGHT = (N_("When all keys have the same length: -|q - k|^2 / (2 sigma^2) is then q . k / sigma^2 plus a term "
+             "that is the same for every key, which the softmax cancels."))
 WHY_OPTIONS = {  # option -> what choosing it means (the right one: "")
-    "For any keys: e^(-|q - k|^2 / (2 sigma^2)) is always e^(q . k / sigma^2) times one same factor.":
-        "the key's own term -|k|^2 / (2 sigma^2) differs from key to key; the softmax cancels it only when "
-        "every key has the same length (or when an extra coordinate carries it).",
+    N_("For any keys: e^(-|q - k|^2 / (2 sigma^2)) is always e^(q . k / sigma^2) times one same factor."):
+        N_("the key's own term -|k|^2 / (2 sigma^2) differs from key to key; the softmax cancels it only when "
+        "every key has the same length (or when an extra coordinate carries it)."),
     WHY_RIGHT: "",
-    "When sigma = 1: the width is what makes the two differ.":
-        "the width only scales the scores (1 / sigma^2 in the place of 1 / sqrt(d_k)); the key-length term is "
-        "what can make them differ.",
-    "When the query's term -|q|^2 / (2 sigma^2) is kept: it changes which key weighs most.":
-        "the query's term is the same for every key of a row, so the softmax cancels it: it changes no weight.",
+    N_("When sigma = 1: the width is what makes the two differ."):
+        N_("the width only scales the scores (1 / sigma^2 in the place of 1 / sqrt(d_k)); the key-length term is "
+        "what can make them differ."),
+    N_("When the query's term -|q|^2 / (2 sigma^2) is kept: it changes which key weighs most."):
+        N_("the query's term is the same for every key of a row, so the softmax cancels it: it changes no weight."),
 }
-ADDITIVE_RIGHT = ("Dot-product scores are one matrix product Q K^T; additive scoring runs a small network "
-                  "(a tanh layer) for every query-key pair.")
+ADDITIVE_RIGHT = (N_("Dot-product scores are one matrix product Q K^T; additive scoring runs a small network "
+                  "(a tanh layer) for every query-key pair."))
 ADDITIVE_OPTIONS = {
-    "Additive scoring has nothing to learn; dot-product scoring learns W_Q and W_K.":
-        "additive scoring learns W_q, W_k and w_v: it is a small network.",
-    "Dot-product scoring allows queries and keys of different widths; additive does not.":
-        "the other way round: q . k needs equal widths, while additive scoring projects each to d_h units.",
+    N_("Additive scoring has nothing to learn; dot-product scoring learns W_Q and W_K."):
+        N_("additive scoring learns W_q, W_k and w_v: it is a small network."),
+    N_("Dot-product scoring allows queries and keys of different widths; additive does not."):
+        N_("the other way round: q . k needs equal widths, while additive scoring projects each to d_h units."),
     ADDITIVE_RIGHT: "",
-    "Additive scoring gives weights that do not add up to 1.":
-        "both kinds of scores go through the same softmax, so both kinds of weights add up to 1.",
+    N_("Additive scoring gives weights that do not add up to 1."):
+        N_("both kinds of scores go through the same softmax, so both kinds of weights add up to 1."),
 }
 
 
@@ -79,20 +79,22 @@ def _narrow_kernel(g) -> Choice:
     distances = ((g["K"] - g["q"][0]) ** 2).sum(axis=1)  # (n_k,)
     nearest, farthest = int(np.argmin(distances)), int(np.argmax(distances))
     dot_best = int(np.argmax(g["K"] @ g["q"][0]))
-    wrong = {VALUES[farthest]: "that is the value of the key FARTHEST from q: did the exponent lose its minus sign?",
-             MEAN: "that is what a very WIDE kernel returns (every weight tends to 1/3); a narrow one keeps only "
-                   "the key nearest to q."}
+    wrong = {VALUES[farthest]: _("that is the value of the key FARTHEST from q: did the exponent lose its minus "
+                                 "sign?"),
+             MEAN: _("that is what a very WIDE kernel returns (every weight tends to 1/3); a narrow one keeps only "
+                     "the key nearest to q.")}
     if dot_best not in (nearest, farthest):
-        wrong[VALUES[dot_best]] = ("that key has the largest dot product with q; a Gaussian kernel weighs keys by "
-                                   "their distance from q.")
+        wrong[VALUES[dot_best]] = _("that key has the largest dot product with q; a Gaussian kernel weighs keys by "
+                                    "their distance from q.")
     for other in set(range(len(VALUES))) - {nearest, farthest, dot_best}:
-        wrong[VALUES[other]] = "compare the squared distances |q - k_j|^2: which key is nearest to q?"
+        wrong[VALUES[other]] = _("compare the squared distances |q - k_j|^2: which key is nearest to q?")
     return Choice(right=VALUES[nearest], choices=(*VALUES, MEAN),
-                  explain_right="as sigma shrinks, the nearest key's weight tends to 1 and every other to 0: "
-                                "the hard lookup",
+                  explain_right=_("as sigma shrinks, the nearest key's weight tends to 1 and every other to 0: "
+                                "the hard lookup"),
                   explain_wrong=wrong,
-                  reveal_text=f"The key nearest to q is {KEYS[nearest]} (|q - k|^2 = {distances[nearest]:g}), so a "
-                              f"very narrow kernel returns {VALUES[nearest]}.")
+                  reveal_text=_("The key nearest to q is {key} (|q - k|^2 = {distance}), so a very narrow kernel "
+                                "returns {value}.").format(key=KEYS[nearest], distance=f"{distances[nearest]:g}",
+                                                          value=VALUES[nearest]))
 
 
 _kernel_check = function_checks("gaussian_kernel_weights", judge_kernel_weights, explain_kernel_error)

@@ -32,26 +32,27 @@ from ..functions import (
     small_layer_call,
 )
 from .ps12_trained_model_slips import HEAD_COUNTED_FROM_0
-from ..language import N_
+from ..language import N_, _
 
 PATTERN_OPTIONS = {  # the pattern a head follows -> the option that says so
-    "previous token": "It is a previous-token head: in its map nearly every token puts most of its weight on "
-                      "the token just before it.",
-    "next token": "It is a next-token head: in its map nearly every token puts most of its weight on the "
-                  "token just after it.",
-    "[CLS]": "It is a [CLS] head: in its map nearly every token puts most of its weight on [CLS], the first "
-             "token.",
+    N_("previous token"): N_("It is a previous-token head: in its map nearly every token puts most of its weight on "
+                      "the token just before it."),
+    N_("next token"): N_("It is a next-token head: in its map nearly every token puts most of its weight on the "
+                  "token just after it."),
+    "[CLS]": N_("It is a [CLS] head: in its map nearly every token puts most of its weight on [CLS], the first "
+             "token."),
 }
-MEANING = "The two words belong together in meaning: the head links compensation to the word that explains it."
+MEANING = N_("The two words belong together in meaning: the head links compensation to the word that explains it.")
 WHY_ADVICE = {  # what choosing an option wrongly means
-    PATTERN_OPTIONS["previous token"]: "a previous-token head's map is dark just below its diagonal "
-                                       "(row i, column i - 1); look at the whole map, not only one row.",
-    PATTERN_OPTIONS["next token"]: "a next-token head's map is dark just above its diagonal (row i, column i + 1); "
-                                   "look at the whole map, not only one row.",
-    PATTERN_OPTIONS["[CLS]"]: "a [CLS] head's map is dark in its first column; look at the whole map, not only "
-                              "one row.",
-    MEANING: "look at the other rows of the map: if nearly every token sends its weight the same way, the head "
-             "follows a position, not a meaning.",
+    PATTERN_OPTIONS[N_("previous token")]: N_("a previous-token head's map is dark just below its diagonal "
+                                       "(row i, column i - 1); look at the whole map, not only one row."),
+    PATTERN_OPTIONS[N_("next token")]:
+        N_("a next-token head's map is dark just above its diagonal (row i, column i + 1); "
+                                   "look at the whole map, not only one row."),
+    PATTERN_OPTIONS["[CLS]"]: N_("a [CLS] head's map is dark in its first column; look at the whole map, not only "
+                              "one row."),
+    MEANING: N_("look at the other rows of the map: if nearly every token sends its weight the same way, the head "
+             "follows a position, not a meaning."),
 }
 WHY_SEED = (PATTERN_OPTIONS["previous token"], PATTERN_OPTIONS["next token"], PATTERN_OPTIONS["[CLS]"], MEANING)
 
@@ -87,9 +88,11 @@ def _attended(g) -> Choice:
         wrong.setdefault(tokens[int(np.argmax(weights[g["head"], query]))], HEAD_COUNTED_FROM_0.advice)
     wrong.pop(right, None)
     return Choice(right=right, choices=tuple(dict.fromkeys(tokens)),
-                  explain_right=f"the largest weight in {g['query']}'s row of head {g['head']}",
+                  explain_right=_("the largest weight in {query}'s row of head {head}").format(query=g["query"],
+                                                                                                head=g["head"]),
                   explain_wrong=wrong,
-                  reveal_text=f"In layer {g['layer']}, head {g['head']}, {g['query']} attends most to {right}.")
+                  reveal_text=_("In layer {layer}, head {head}, {query} attends most to {token}.").format(
+                      layer=g["layer"], head=g["head"], query=g["query"], token=right))
 
 
 def _why(g) -> Choice:
@@ -103,8 +106,9 @@ def _why(g) -> Choice:
 
 def _your_sentence(g, rng) -> list:
     return [layer_attention_call(g["X"], _arrays(g), g["num_heads"],
-                                 what=f"X of your sentence, layer {g['layer']}'s matrices, {g['num_heads']} heads",
-                                 behaviour="a trained layer")]
+                                 what=_("X of your sentence, layer {layer}'s matrices, {heads} heads").format(
+                                     layer=g["layer"], heads=g["num_heads"]),
+                                 behaviour=N_("a trained layer"))]
 
 
 def _small_layers(g, rng) -> list:
@@ -117,8 +121,9 @@ def _other_sentences(g, rng) -> list:
     others = [i for i, sentence in enumerate(excerpt.sentences) if sentence != g["sentence"]]
     other = others[int(rng.integers(len(others)))]
     return [layer_attention_call(excerpt.inputs[g["layer"]][other], _arrays(g), g["num_heads"],
-                                 what=f"X of another sentence ({len(excerpt.tokens[other])} tokens), layer "
-                                      f"{g['layer']}'s matrices", behaviour="a trained layer"),
+                                 what=_("X of another sentence ({count} tokens), layer {layer}'s matrices").format(
+                                     count=len(excerpt.tokens[other]), layer=g["layer"]),
+                                 behaviour=N_("a trained layer")),
             *random_small_layer_calls(rng)]
 
 

@@ -40,7 +40,7 @@ from ..checking import CODE_TOLERANCE, HAND_TOLERANCE, Expectation, Verdict, jud
 from ..checks import Call, ProblemSet, Raised, ValueCheck, function_checks
 from ..expectations import WHOLE_NUMBER
 from ..functions import judge_boolean
-from ..language import N_
+from ..language import N_, _
 from ..variants import VariantDraw, apart_from_seed
 from ..variants.delivery import grouped_readings
 from ..variants.inference import cache_gib, window_entries
@@ -76,11 +76,12 @@ def step_answers(x_3, W_Q, W_K, b_K, W_V, K_cache, V_cache, slip=None) -> dict[s
 
 STEP_SLIPS = (slips.APPENDED_AFTER_USE, NO_SQRT_DK)
 STEP_GIVENS = ("x_3", "W_Q", "W_K", "b_K", "W_V", "K_cache", "V_cache")
-_STEP_HELP = {"K_cache_3": ("the cached keys of 外送 and 晚到, then k_3 = x_3 W_K + b_K",
-                           "one row per cached token (外送, 晚到, 補償), d_k numbers each"),
-              "scores_3": ("q_3 K^T / sqrt(d_k) over the 3 cached keys", "one score per cached key: 外送, 晚到, 補償"),
-              "weights_3": ("softmax(scores_3)", "one weight per cached key: 外送, 晚到, 補償"),
-              "output_3": ("weights_3 V, over the 3 cached values", "one row: d_v numbers")}
+_STEP_HELP = {"K_cache_3": (N_("the cached keys of 外送 and 晚到, then k_3 = x_3 W_K + b_K"),
+                           N_("one row per cached token (外送, 晚到, 補償), d_k numbers each")),
+              "scores_3": (N_("q_3 K^T / sqrt(d_k) over the 3 cached keys"),
+                           N_("one score per cached key: 外送, 晚到, 補償")),
+              "weights_3": ("softmax(scores_3)", N_("one weight per cached key: 外送, 晚到, 補償")),
+              "output_3": (N_("weights_3 V, over the 3 cached values"), N_("one row: d_v numbers"))}
 _STEP_LABELS = {"K_cache_3": [list(TOKENS), None], "scores_3": [list(TOKENS)], "weights_3": [list(TOKENS)]}
 
 
@@ -93,7 +94,7 @@ def _step(answer: str):
             labels=_STEP_LABELS.get(answer),
             slip_values=[(slip, step_answers(*args, slip).get(answer)) for slip in STEP_SLIPS],
             hints=[rows_sum_to_one(answer)] if answer == "weights_3" else (),
-            what="your answer, a list of numbers")
+            what=_("your answer, a list of numbers"))
 
     return expect
 
@@ -151,19 +152,19 @@ def _expect_cache(g) -> Expectation:
     right = cache_gib(_cache_example(g))
     size, layers, heads, kv_heads = right * 2**30, g["layers"], g["heads"], g["kv_heads"]
     return Expectation(
-        np.array(right), HAND_TOLERANCE, formula="2 L h_kv d_k n b / 2^30",
+        np.array(right), HAND_TOLERANCE, formula=_("2 L h_kv d_k n b / 2^30"),
         slip_values=[(slips.KEYS_ONLY, np.array(right / 2)),
                      (slips.QUERY_HEADS_CACHED, np.array(right * heads / kv_heads)),
                      (slips.LAYERS_FORGOTTEN, np.array(right / layers)), (slips.GB_NOT_GIB, np.array(size / 1e9)),
                      (slips.MIB_NOT_GIB, np.array(size / 2**20)), (slips.BITS_NOT_BYTES, np.array(8 * right))],
-        what="your answer, a number of GiB")
+        what=_("your answer, a number of GiB"))
 
 
 def _expect_saving(g) -> Expectation:
     heads, kv_heads = g["heads"], g["kv_heads"]
     return Expectation(np.array(float(heads / kv_heads)), WHOLE_NUMBER, formula="h / h_kv",
                        slip_values=[(slips.SAVING_INVERTED, np.array(kv_heads / heads))],
-                       what="your answer, one number")
+                       what=_("your answer, one number"))
 
 
 def _cache_givens(ex: KVCacheExample) -> dict:
@@ -201,11 +202,11 @@ def _gqa(answer: str):
                        for slip in GQA_SLIPS]
         if answer == "kv_head":
             return Expectation(value, WHOLE_NUMBER, formula="i // (h / g)", slip_values=slip_values,
-                               what="your answer, a whole number (key/value heads count from 0)")
+                               what=_("your answer, a whole number (key/value heads count from 0)"))
         return Expectation(value, HAND_TOLERANCE, formula="softmax(q_i K_kv(i)^T / sqrt(d_k))",
-                           shape_help="one weight per key: 外送, 晚到, 補償", labels=[list(TOKENS)],
+                           shape_help=_("one weight per key: 外送, 晚到, 補償"), labels=[list(TOKENS)],
                            slip_values=slip_values, hints=[rows_sum_to_one(answer)],
-                           what="your answer, a list of 3 numbers")
+                           what=_("your answer, a list of 3 numbers"))
 
     return expect
 
@@ -237,11 +238,11 @@ def _window(answer: str):
         value = window_answers(*args)[answer]
         slip_values = [(slip, window_answers(*args, slip).get(answer)) for slip in WINDOW_SLIPS]
         if answer == "kept":
-            return Expectation(value, WHOLE_NUMBER, formula="token - w + 1, ..., token",
-                               shape_help="the positions of the kept entries, counting from 0, oldest first",
-                               slip_values=slip_values, what="your answer, a list of whole numbers")
-        return Expectation(value, WHOLE_NUMBER, formula="sum over i of min(i + 1, w)", slip_values=slip_values,
-                           what="your answer, a whole number")
+            return Expectation(value, WHOLE_NUMBER, formula=_("token - w + 1, ..., token"),
+                               shape_help=_("the positions of the kept entries, counting from 0, oldest first"),
+                               slip_values=slip_values, what=_("your answer, a list of whole numbers"))
+        return Expectation(value, WHOLE_NUMBER, formula=_("sum over i of min(i + 1, w)"), slip_values=slip_values,
+                           what=_("your answer, a whole number"))
 
     return expect
 
@@ -266,9 +267,9 @@ def alibi_answers(scores_row, h: int, k: int, slip=None) -> dict[str, np.ndarray
     return {"slope": reading["slope"], "biased_row": reading["biased_row"], "weights_alibi": reading["weights"]}
 
 
-_ALIBI_HELP = {"slope": ("2^(-8k/h) for h a power of two, the paper's rule otherwise", ""),
-               "biased_row": ("s_j - m (i - j) for the last token i", "one biased score per key"),
-               "weights_alibi": ("softmax(biased_row)", "one weight per key")}
+_ALIBI_HELP = {"slope": (N_("2^(-8k/h) for h a power of two, the paper's rule otherwise"), ""),
+               "biased_row": (N_("s_j - m (i - j) for the last token i"), N_("one biased score per key")),
+               "weights_alibi": ("softmax(biased_row)", N_("one weight per key"))}
 
 
 def _alibi(answer: str):
@@ -280,7 +281,7 @@ def _alibi(answer: str):
             labels=None if answer == "slope" else [list(ZHONGHE)],
             slip_values=[(slip, alibi_answers(*args, slip).get(answer)) for slip in ALIBI_SLIPS],
             hints=[rows_sum_to_one(answer)] if answer == "weights_alibi" else (),
-            what="your answer, one number" if answer == "slope" else "your answer, a list of 4 numbers")
+            what=_("your answer, one number") if answer == "slope" else _("your answer, a list of 4 numbers"))
 
     return expect
 
@@ -320,9 +321,9 @@ def random_gqa_call(rng: np.random.Generator, h: int, g: int, n: int, m: int, d_
     return gqa_call(Q, K, V, what=_shapes(Q, K, V), behaviour=behaviour)
 
 
-GQA_CASES = (("grouped heads", (8, 2, 3, 5, 4, 3)), ("grouped heads", (6, 3, 2, 4, 2, 2)),
-             ("one key/value head (multi-query)", (4, 1, 3, 3, 2, 2)),
-             ("as many key/value heads as query heads", (3, 3, 2, 4, 3, 2)))
+GQA_CASES = ((N_("grouped heads"), (8, 2, 3, 5, 4, 3)), (N_("grouped heads"), (6, 3, 2, 4, 2, 2)),
+             (N_("one key/value head (multi-query)"), (4, 1, 3, 3, 2, 2)),
+             (N_("as many key/value heads as query heads"), (3, 3, 2, 4, 3, 2)))
 
 
 def random_gqa_calls(rng: np.random.Generator) -> list[Call]:
@@ -350,36 +351,37 @@ def gqa_with_slip(Q, K, V, slip):
 def judge_gqa(call: Call, result, reveal: bool) -> Verdict:
     """Compare ``(output, weights)`` with :func:`qkv.grouped_query_attention`; name the head mapping."""
     if not isinstance(result, (tuple, list)) or len(result) != 2:
-        return Verdict(False, f"{call.label} returned {_kind(result)}; it must return two arrays: "
-                              "return output, weights")
+        return Verdict(False, _("{call} returned {kind}; it must return two arrays: return output, weights").format(
+            call=_(call.label), kind=_kind(result)))
     expected = grouped_query_attention(*call.args)
     slipped = [(slip, gqa_with_slip(*call.args, slip)) for slip in GQA_SLIPS]
-    for index, name in enumerate(("output", "weights")):
+    for index, name in enumerate((_("output of {call}"), _("weights of {call}"))):
         expectation = Expectation(
             expected[index], CODE_TOLERANCE,
-            shape_help="(h, n, d_v): one output row per query head and query" if index == 0 else
-            "(h, n, m): one row of weights per query head and query",
+            shape_help=_("(h, n, d_v): one output row per query head and query") if index == 0 else
+            _("(h, n, m): one row of weights per query head and query"),
             slip_values=[(slip, None if value is None else value[index]) for slip, value in slipped],
-            what="an array")
-        verdict = judge_value(result[index], f"{name} of {call.label}", expectation, reveal=reveal)
+            what=_("an array"))
+        verdict = judge_value(result[index], name.format(call=_(call.label)), expectation, reveal=reveal)
         if not verdict.passed:
             return verdict
-    return Verdict(True, f"{call.label} is correct.")
+    return Verdict(True, _("{call} is correct.").format(call=_(call.label)))
 
 
 def explain_gqa_error(call: Call, raised: Raised) -> str | None:
     """The likely slip behind an error: K (g heads) used as if it had h."""
     if raised.type_name in ("ValueError", "IndexError") and ("broadcast" in raised.message or "index" in raised.message):
-        Q, K, _ = call.args
-        return (f"Q has {Q.shape[0]} query heads and K {K.shape[0]} key/value heads: repeat each key/value head "
-                "for its h/g query heads (query head i reads key/value head i // (h / g)) before the product.")
+        Q, K = call.args[:2]
+        return _("Q has {h} query heads and K {g} key/value heads: repeat each key/value head for its h/g query "
+                 "heads (query head i reads key/value head i // (h / g)) before the product.").format(
+            h=Q.shape[0], g=K.shape[0])
     return None
 
 
 def _kind(result) -> str:
     if isinstance(result, (tuple, list)):
-        return f"a {type(result).__name__} of {len(result)}"
-    return f"one {type(result).__name__}"
+        return _("a {type} of {length}").format(type=type(result).__name__, length=len(result))
+    return _("one {type}").format(type=type(result).__name__)
 
 
 # --------------------------------------------------------------------------- sliding_window_mask(n, window)
@@ -400,16 +402,16 @@ def judge_window_mask(call: Call, result, reveal: bool) -> Verdict:
                    (slips.WINDOW_ONE_SIDED, expected & np.tril(np.ones((n, n), dtype=bool))),
                    (slips.WINDOW_INVERTED, ~expected)]
     slip_values = [(slip, value) for slip, value in slip_values if not np.array_equal(value, expected)]
-    return judge_boolean(result, call.label, expected, slip_values, reveal=reveal,
-                         shape_help=f"one row per query ({n}), one column per key ({n})",
-                         what=f"a boolean array of shape ({n}, {n}), True where |i - j| < window")
+    return judge_boolean(result, _(call.label), expected, slip_values, reveal=reveal,
+                         shape_help=_("one row per query ({rows}), one column per key ({cols})").format(rows=n, cols=n),
+                         what=_("a boolean array of shape ({n}, {n}), True where |i - j| < window").format(n=n))
 
 
 def random_window_calls(rng: np.random.Generator) -> list[Call]:
     calls = []
     for n in rng.choice(np.arange(3, 14), 3, replace=False):
-        calls.append(window_call(int(n), int(rng.integers(1, n)), behaviour="a window shorter than n"))
-    calls.append(window_call(int(rng.integers(2, 6)), int(rng.integers(6, 9)), behaviour="a window of n or more"))
+        calls.append(window_call(int(n), int(rng.integers(1, n)), behaviour=N_("a window shorter than n")))
+    calls.append(window_call(int(rng.integers(2, 6)), int(rng.integers(6, 9)), behaviour=N_("a window of n or more")))
     return calls
 
 
@@ -443,12 +445,13 @@ DECODE_SLIPS = (slips.APPENDED_AFTER_USE, slips.NOT_CAUSAL, NO_SQRT_DK)
 
 def judge_decode(call: Call, result, reveal: bool) -> Verdict:
     """Compare the outputs with :func:`qkv.decode_with_cache`; name the cache appended after use."""
-    expected, _ = decode_with_cache(*call.args)
+    expected = decode_with_cache(*call.args)[0]
     n, d_v = expected.shape
     expectation = Expectation(
-        expected, CODE_TOLERANCE, shape_help=f"({n}, {d_v}): one output row per token, in the order written",
-        slip_values=[(slip, decode_with_slip(*call.args, slip)) for slip in DECODE_SLIPS], what="an array")
-    return judge_value(result, call.label, expectation, reveal=reveal)
+        expected, CODE_TOLERANCE,
+        shape_help=_("({n}, {d_v}): one output row per token, in the order written").format(n=n, d_v=d_v),
+        slip_values=[(slip, decode_with_slip(*call.args, slip)) for slip in DECODE_SLIPS], what=_("an array"))
+    return judge_value(result, _(call.label), expectation, reveal=reveal)
 
 
 def explain_decode_error(call: Call, raised: Raised) -> str | None:
@@ -467,8 +470,8 @@ def random_decode_call(rng: np.random.Generator, n: int, d_model: int, d_k: int,
 
 
 def random_decode_calls(rng: np.random.Generator) -> list[Call]:
-    return [random_decode_call(rng, 6, 4, 2, 3, "n tokens"), random_decode_call(rng, 9, 8, 4, 2, "n tokens"),
-            random_decode_call(rng, 1, 3, 2, 2, "one token")]
+    return [random_decode_call(rng, 6, 4, 2, 3, N_("n tokens")), random_decode_call(rng, 9, 8, 4, 2, N_("n tokens")),
+            random_decode_call(rng, 1, 3, 2, 2, N_("one token"))]
 
 
 # --------------------------------------------------------------------------- the checks
@@ -480,8 +483,8 @@ _decode_check = function_checks(DECODE, judge_decode, explain_decode_error)
 
 def _your_gqa(g, rng) -> list[Call]:
     Q = g["Q_gqa"][:, None, :]  # (h, 1, d_k): 補償's query in every head
-    return [gqa_call(Q, g["K_gqa"], g["V_gqa"], what="your Q_gqa[:, None, :], K_gqa, V_gqa",
-                     behaviour="grouped heads")]
+    return [gqa_call(Q, g["K_gqa"], g["V_gqa"], what=_("your Q_gqa[:, None, :], K_gqa, V_gqa"),
+                     behaviour=N_("grouped heads"))]
 
 
 PROBLEM_SET = ProblemSet(
@@ -524,19 +527,19 @@ PROBLEM_SET = ProblemSet(
                    "grouped_query_attention matches qkv.grouped_query_attention on random inputs of every kind.",
                    hidden=True),
         _window_check("window_mask_small",
-                      lambda g, rng: [window_call(6, 3, behaviour="a window shorter than n"),
-                                      window_call(5, 1, behaviour="a window shorter than n"),
-                                      window_call(4, 9, behaviour="a window of n or more")],
+                      lambda g, rng: [window_call(6, 3, behaviour=N_("a window shorter than n")),
+                                      window_call(5, 1, behaviour=N_("a window shorter than n")),
+                                      window_call(4, 9, behaviour=N_("a window of n or more"))],
                       "sliding_window_mask(6, 3), (5, 1) and (4, 9) are qkv.sliding_window_mask."),
         _window_check("window_mask_random", lambda g, rng: random_window_calls(rng),
                       "sliding_window_mask is qkv.sliding_window_mask for other n and windows.", hidden=True),
         _decode_check("decode_yours",
                       lambda g, rng: [decode_call(g["X_delivery"], g["W_Q"], g["W_K"], g["W_V"],
-                                                  what="your X, W_Q, W_K, W_V", behaviour="n tokens")],
+                                                  what=_("your X, W_Q, W_K, W_V"), behaviour="n tokens")],
                       "decode on your 外送 晚到 補償 gives the causal full pass, to 1e-6."),
         _decode_check("decode_other_sequences",
                       lambda g, rng: [random_decode_call(rng, 7, 4, 2, 3, "n tokens"),
-                                      random_decode_call(rng, 1, 3, 2, 2, "one token")],
+                                      random_decode_call(rng, 1, 3, 2, 2, N_("one token"))],
                       "decode on 7 tokens with d_v != d_k, and on one token, to 1e-6."),
         _decode_check("decode_random", lambda g, rng: random_decode_calls(rng),
                       "decode matches qkv.decode_with_cache on random sequences, to 1e-6.", hidden=True),

@@ -27,9 +27,10 @@ from qkv.validate import shape_str
 from .. import variants
 from ..checking import CODE_TOLERANCE, HAND_TOLERANCE, Expectation, Verdict, judge_value
 from ..checks import Call, ProblemSet, Raised, ValueCheck, function_checks
+from ..functions import not_a_tuple
 from ..slips import NO_SQRT_DK, Slip
 from ..variants import VariantDraw, apart_from_seed
-from ..language import N_
+from ..language import N_, _
 
 TOKENS = ("外送", "晚到", "補償")
 QUERY = 2  # the row of 補償
@@ -200,11 +201,12 @@ def _variant(variant: int):
 
 
 _FORMULAS = {
-    "dA_row": ("do_補償 V^T", "one entry per key: 外送, 晚到, 補償"),
-    "jacobian_row": ("d a_j / d s_m = a_j (delta_jm - a_m), for m = 外送, 晚到, 補償", "one entry per score"),
-    "dS_row": ("a * (dA - sum_j a_j dA_j)", "one entry per key: 外送, 晚到, 補償"),
-    "dV_entry": ("(A^T dO)[key, column]", "one number"),
-    "dQ_entry": ("(dS K)[補償, column] / sqrt(d_k)", "one number"),
+    "dA_row": ("do_補償 V^T", N_("one entry per key: 外送, 晚到, 補償")),
+    "jacobian_row": (N_("d a_j / d s_m = a_j (delta_jm - a_m), for m = 外送, 晚到, 補償"),
+                     N_("one entry per score")),
+    "dS_row": ("a * (dA - sum_j a_j dA_j)", N_("one entry per key: 外送, 晚到, 補償")),
+    "dV_entry": ("(A^T dO)[key, column]", N_("one number")),
+    "dQ_entry": ("(dS K)[補償, column] / sqrt(d_k)", N_("one number")),
 }
 
 
@@ -217,7 +219,7 @@ def _hand(step: str):
             value, HAND_TOLERANCE, formula=formula, shape_help=shape_help,
             labels=None if value.ndim == 0 else (list(TOKENS),),
             slip_values=[(slip, row_steps(*args, slip).get(step)) for slip in ROW_SLIPS],
-            what="your answer, one number" if value.ndim == 0 else "your answer, a list of 3 numbers")
+            what=_("your answer, one number") if value.ndim == 0 else _("your answer, a list of 3 numbers"))
 
     return expect
 
@@ -251,37 +253,37 @@ def random_backward_calls(rng: np.random.Generator) -> list[Call]:
     """Random inputs of every kind the visible checks try: square, n_q != n_k and d_v != d_k, wide heads."""
     calls = []
     for behaviour, shapes in (("n_q = n_k", (4, 4, 3, 3)), ("n_q != n_k, d_v != d_k", (2, 5, 3, 4)),
-                              ("n_q != n_k, d_v != d_k", (5, 3, 2, 6)), ("wide heads", (3, 4, 16, 2))):
+                              ("n_q != n_k, d_v != d_k", (5, 3, 2, 6)), (N_("wide heads"), (3, 4, 16, 2))):
         calls.append(random_backward_call(rng, *shapes, behaviour))
     return calls
 
 
 def judge_attention_backward(call: Call, result, reveal: bool) -> Verdict:
     """Compare ``(dQ, dK, dV)`` with :func:`qkv.attention_backward`; name a slip."""
-    if not isinstance(result, (tuple, list)) or len(result) != 3:
-        kind = f"a {type(result).__name__} of {len(result)}" if isinstance(result, (tuple, list)) else (
-            f"one {type(result).__name__}")
-        return Verdict(False, f"{call.label} returned {kind}; it must return three arrays: return dQ, dK, dV")
+    not_three = not_a_tuple(call, result, "dQ, dK, dV", count=3)
+    if not_three:
+        return not_three
     expected = attention_backward(*call.args)
     slipped = [(slip, backward_with_slip(*call.args, slip)) for slip in BACKWARD_SLIPS]
     for index, name in enumerate(("dQ", "dK", "dV")):
         expectation = Expectation(
-            expected[index], CODE_TOLERANCE, shape_help=f"the shape of {name[1]}",
+            expected[index], CODE_TOLERANCE, shape_help=_("the shape of {array}").format(array=name[1]),
             slip_values=[(slip, None if values is None else values[index]) for slip, values in slipped],
-            what="an array")
-        verdict = judge_value(result[index], f"{name} of {call.label}", expectation, reveal=reveal)
+            what=_("an array"))
+        verdict = judge_value(result[index], _("{array} of {call}").format(array=name, call=_(call.label)),
+                              expectation, reveal=reveal)
         if not verdict.passed:
             return verdict
-    return Verdict(True, f"{call.label} is correct.")
+    return Verdict(True, _("{call} is correct.").format(call=_(call.label)))
 
 
 def explain_backward_error(call: Call, raised: Raised) -> str | None:
     """The likely slip behind an error: A (n_q, n_k) not transposed before dO (n_q, d_v)."""
     if raised.type_name == "ValueError" and any(word in raised.message for word in ("matmul", "not aligned",
                                                                                     "core dimension")):
-        Q, K, _, _ = call.args
-        return (f"{A_NOT_TRANSPOSED.advice} A is {shape_str((Q.shape[0], K.shape[0]))} and dO has "
-                f"{Q.shape[0]} rows: A^T dO fits, A dO does not.")
+        Q, K = call.args[:2]
+        return A_NOT_TRANSPOSED.advice + " " + _("A is {A} and dO has {rows} rows: A^T dO fits, A dO does not.").format(
+            A=shape_str((Q.shape[0], K.shape[0])), rows=Q.shape[0])
     return None
 
 
@@ -319,8 +321,8 @@ def judge_central_difference(call: Call, result, reveal: bool) -> Verdict:
     slip_values = [(ONE_SIDED, _differences(Q, K, V, dO, h, one_sided=True)), (DIVIDED_BY_H, 2 * dQ)]
     if K.shape == Q.shape:
         slip_values.append((KEYS_NUDGED, attention_backward(Q, K, V, dO)[1]))
-    expectation = Expectation(dQ, CODE_TOLERANCE, shape_help="the shape of Q: one estimate per entry of Q",
-                              slip_values=slip_values, what="an array")
+    expectation = Expectation(dQ, CODE_TOLERANCE, shape_help=_("the shape of Q: one estimate per entry of Q"),
+                              slip_values=slip_values, what=_("an array"))
     return judge_value(result, call.label, expectation, reveal=reveal)
 
 
@@ -328,7 +330,7 @@ def random_difference_calls(rng: np.random.Generator) -> list[Call]:
     calls = []
     for shapes, h in (((3, 4, 2, 3), 1e-5), ((2, 2, 3, 2), 1e-4)):
         inputs = _random_inputs(rng, *shapes)
-        calls.append(difference_call(*inputs, h, what=_shapes(*inputs), behaviour="random inputs"))
+        calls.append(difference_call(*inputs, h, what=_shapes(*inputs), behaviour=N_("random inputs")))
     return calls
 
 
@@ -358,7 +360,8 @@ PROBLEM_SET = ProblemSet(
         ValueCheck("query_gradient_entry", "dQ_entry", _hand("dQ_entry"),
                    "dQ_entry is the entry of dQ = dS K / sqrt(d_k) asked for, within 0.01."),
         _backward_check("attention_backward_yours",
-                        lambda g, rng: [backward_call(*_yours(g), what="your Q, K, V and dO", behaviour="n_q = n_k")],
+                        lambda g, rng: [backward_call(*_yours(g), what=_("your Q, K, V and dO"),
+                                                      behaviour="n_q = n_k")],
                         "attention_backward gives the dQ, dK and dV of your head 1, to 1e-6."),
         _backward_check("attention_backward_rectangular",
                         lambda g, rng: [random_backward_call(rng, 2, 5, 3, 4, "n_q != n_k, d_v != d_k"),
@@ -371,8 +374,8 @@ PROBLEM_SET = ProblemSet(
                         "attention_backward matches qkv.attention_backward on random inputs of every kind, to 1e-6.",
                         hidden=True),
         _difference_check("central_difference_yours",
-                          lambda g, rng: [difference_call(*_yours(g), 1e-5, what="your Q, K, V and dO",
-                                                          behaviour="random inputs")],
+                          lambda g, rng: [difference_call(*_yours(g), 1e-5, what=_("your Q, K, V and dO"),
+                                                          behaviour=N_("random inputs"))],
                           "central_difference_dQ estimates the dQ of your head 1 to 1e-6 (h = 1e-5)."),
         _difference_check("central_difference_random_inputs", lambda g, rng: random_difference_calls(rng),
                           "central_difference_dQ estimates dQ on random inputs (h = 1e-5 and 1e-4), to 1e-6.",

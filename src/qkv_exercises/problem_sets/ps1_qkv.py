@@ -12,7 +12,7 @@ import numpy as np
 from .. import variants
 from ..checks import Choice, ChoiceCheck, ProblemSet, ValueCheck
 from ..expectations import choose_token, expect_head_step
-from ..language import N_
+from ..language import N_, _
 
 
 def givens(variant: int) -> dict:
@@ -38,13 +38,14 @@ def _longest_key(g) -> Choice:
     largest_entries = int(np.argmax(K2.sum(axis=1)))
     head_1 = g["head_1"]
     longest_in_head_1 = int(np.argmax(np.linalg.norm(g["X"] @ head_1.W_K + head_1.b_K, axis=1)))
-    wrong = {largest_entries: "that key has the largest entries, but length counts their size whatever the sign: "
-                              "|k| = sqrt(k_1^2 + k_2^2).",
-             longest_in_head_1: "that is the longest key of head 1; the question is about K2."}
+    wrong = {largest_entries: _("that key has the largest entries, but length counts their size whatever the "
+                                "sign: |k| = sqrt(k_1^2 + k_2^2)."),
+             longest_in_head_1: _("that is the longest key of head 1; the question is about K2.")}
     return choose_token(
         g["tokens"], right, wrong=wrong,
-        explain_right="its key has the largest length sqrt(k_1^2 + k_2^2) in head 2",
-        reveal=f"The longest key of head 2 is {g['tokens'][right]}'s (length {lengths[right]:.2f}).")
+        explain_right=_("its key has the largest length sqrt(k_1^2 + k_2^2) in head 2"),
+        reveal=_("The longest key of head 2 is {token}'s (length {length}).").format(
+            token=g["tokens"][right], length=f"{lengths[right]:.2f}"))
 
 
 PROBLEM_SET = ProblemSet(

@@ -16,7 +16,7 @@ from qkv import linear, self_attention
 from .. import slips, variants
 from ..checks import Choice, ChoiceCheck, ProblemSet, ValueCheck
 from ..expectations import choose_token, expect_attention_step, expect_head_step
-from ..language import N_
+from ..language import N_, _
 
 KEYS = ("k1", "k2", "k3")
 VALUES = ("v1", "v2", "v3")
@@ -54,13 +54,15 @@ def _head_1(step: str, grade_id: str, answer: str) -> ValueCheck:
 
 
 def _mixes_most_of_late(g) -> Choice:
-    _, weights = self_attention(g["X"], *g["head_1"])  # (n, n)
+    weights = self_attention(g["X"], *g["head_1"])[1]  # (n, n)
     right = int(np.argmax(weights[:, LATE]))
     return choose_token(
         g["tokens"], right,
         wrong={int(np.argmax(weights[LATE])): slips.READ_ROW_NOT_COLUMN.advice},
-        explain_right="its row of A1 puts the largest weight on 晚到, so its output takes the most of 晚到's value",
-        reveal=f"{g['tokens'][right]}'s row puts the largest weight on 晚到 ({weights[right, LATE]:.2f}).")
+        explain_right=_("its row of A1 puts the largest weight on 晚到, so its output takes the most of 晚到's "
+                        "value"),
+        reveal=_("{token}'s row puts the largest weight on 晚到 ({weight}).").format(
+            token=g["tokens"][right], weight=f"{weights[right, LATE]:.2f}"))
 
 
 _DESCRIPTIONS = {

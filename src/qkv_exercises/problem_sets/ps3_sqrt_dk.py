@@ -46,7 +46,7 @@ def _simulated(grade_id: str, *, scaled: bool, description: str) -> FunctionChec
     return FunctionCheck(
         grade_id=grade_id, answer="sample_dot_products",
         calls=lambda g, rng: [sample_call(g["d_k"], SIMULATION_SAMPLES, int(rng.integers(2**31)),
-                                          behaviour="variance of the samples")],
+                                          behaviour=N_("variance of the samples"))],
         judge_result=simulated_variance_judge(scaled=scaled), description=description,
     )
 
@@ -54,7 +54,7 @@ def _simulated(grade_id: str, *, scaled: bool, description: str) -> FunctionChec
 def _other_widths(g, rng) -> list:
     widths = rng.choice([4, 9, 12, 25, 32, 49], size=2, replace=False)
     return [sample_call(int(d_k), SIMULATION_SAMPLES // 2, int(rng.integers(2**31)),
-                        behaviour="variance of the samples") for d_k in widths]
+                        behaviour=N_("variance of the samples")) for d_k in widths]
 
 
 PROBLEM_SET = ProblemSet(
@@ -85,7 +85,7 @@ PROBLEM_SET = ProblemSet(
         _simulated("simulated_variance_scaled", scaled=True,
                    description="Divided by sqrt(d_k), the simulated dot products have a variance within 10% of 1."),
         FunctionCheck("simulation_uses_its_rng", "sample_dot_products",
-                      calls=lambda g, rng: rng_calls(rng, behaviour="draws from the rng it is given"),
+                      calls=lambda g, rng: rng_calls(rng, behaviour=N_("draws from the rng it is given")),
                       judge_result=judge_samples_shape, judge_together=judge_uses_its_rng,
                       description="sample_dot_products draws from the generator it is given: the same seed gives "
                                   "the same samples, another seed others."),
@@ -93,7 +93,7 @@ PROBLEM_SET = ProblemSet(
                       judge_result=simulated_variance_judge(scaled=False), hidden=True,
                       description="The simulation agrees with Var(q.k) for other widths d_k (graded by range)."),
         FunctionCheck("simulation_draws_samples", "sample_dot_products",
-                      calls=lambda g, rng: rng_calls(rng, behaviour="draws from the rng it is given"),
+                      calls=lambda g, rng: rng_calls(rng, behaviour=N_("draws from the rng it is given")),
                       judge_result=judge_samples_shape, judge_together=judge_uses_its_rng, hidden=True,
                       description="sample_dot_products draws from the generators it is given, on other seeds."),
     ),

@@ -30,7 +30,7 @@ from ..functions import (
     softmax_call,
 )
 from ..variants import VariantDraw, apart_from_seed
-from ..language import N_
+from ..language import N_, _
 
 SEED_VALUES = np.array([
     [2.0, 0.0],  # 中和
@@ -68,17 +68,18 @@ _attention_check = function_checks("scaled_dot_product_attention", judge_attenti
 
 
 def _rows_calls(g, rng) -> list:
-    return [softmax_call(g["S1"], -1, what="S1, head 1's scaled scores", behaviour="rows of a matrix"),
-            softmax_call(random_halves(rng, (3, 4)), -1, what="an array of shape (3, 4)",
-                         behaviour="rows of a matrix")]
+    return [softmax_call(g["S1"], -1, what=_("S1, head 1's scaled scores"), behaviour=N_("rows of a matrix")),
+            softmax_call(random_halves(rng, (3, 4)), -1, what=_("an array of shape {shape}").format(shape="(3, 4)"),
+                         behaviour=N_("rows of a matrix"))]
 
 
 def _axis_calls(g, rng) -> list:
-    return [softmax_call(random_halves(rng, (5, 3)), 0, what="an array of shape (5, 3)", behaviour="axis 0"),
-            softmax_call(random_halves(rng, (2, 3, 4)), 1, what="an array of shape (2, 3, 4)",
-                         behaviour="3-D, middle axis"),
-            softmax_call(random_halves(rng, (2, 2, 3)), -1, what="an array of shape (2, 2, 3)",
-                         behaviour="3-D, last axis")]
+    shape = _("an array of shape {shape}")
+    return [softmax_call(random_halves(rng, (5, 3)), 0, what=shape.format(shape="(5, 3)"), behaviour=N_("axis 0")),
+            softmax_call(random_halves(rng, (2, 3, 4)), 1, what=shape.format(shape="(2, 3, 4)"),
+                         behaviour=N_("3-D, middle axis")),
+            softmax_call(random_halves(rng, (2, 2, 3)), -1, what=shape.format(shape="(2, 2, 3)"),
+                         behaviour=N_("3-D, last axis"))]
 
 
 def _cross_calls(g, rng) -> list:
@@ -93,13 +94,14 @@ PROBLEM_SET = ProblemSet(
     checks=(
         _softmax_check("softmax_one_row",
                        lambda g, rng: [softmax_call((g["q1"] @ g["K"].T / np.sqrt(2))[0], None,
-                                                    what="q1's scaled scores", behaviour="1-D, default axis")],
+                                                    what=_("q1's scaled scores"),
+                                                    behaviour=N_("1-D, default axis"))],
                        "softmax of q1's scaled scores (1-D, no axis given) matches qkv.softmax to 1e-6."),
         _softmax_check("softmax_rows_of_matrix", _rows_calls,
                        "softmax(S, axis=-1) normalises each row of a matrix of scores, to 1e-6."),
         _softmax_check("softmax_large_scores",
-                       lambda g, rng: [softmax_call(1000 + g["S1"][0], None, what="head 1's first row of scores "
-                                                    "+ 1000", behaviour="large scores")],
+                       lambda g, rng: [softmax_call(1000 + g["S1"][0], None, what=_("head 1's first row of scores "
+                                                           "+ 1000"), behaviour=N_("large scores"))],
                        "softmax of scores near 1000 stays finite (the maximum is subtracted first)."),
         _softmax_check("softmax_along_axis", _axis_calls,
                        "softmax along axis 0 of a matrix, and along the middle and last axes of 3-D scores."),
@@ -108,7 +110,7 @@ PROBLEM_SET = ProblemSet(
                        hidden=True),
         _attention_check("attention_q1",
                          lambda g, rng: [attention_call(g["q1"], g["K"], g["V"], what="q1, K, V",
-                                                        behaviour="one query")],
+                                                        behaviour=N_("one query"))],
                          "scaled_dot_product_attention(q1, K, V) returns qkv's output and weights, to 1e-6."),
         _attention_check("attention_head1",
                          lambda g, rng: [attention_call(g["Q1"], g["K1"], g["V1"], what="Q1, K1, V1",

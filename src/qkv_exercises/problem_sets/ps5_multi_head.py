@@ -86,19 +86,20 @@ def _joined(step: str, grade_id: str, answer: str, W_O: str, description: str) -
 
 
 def _split_calls(g, rng) -> list:
-    return [split_call(np.arange(12.0).reshape(3, 4), 2, what="np.arange(12.0).reshape(3, 4)", behaviour="2 heads"),
-            split_call(random_halves(rng, (2, 6)), 3, behaviour="more than 2 heads"),
-            split_call(random_halves(rng, (1, 8)), 4, behaviour="one token")]
+    return [split_call(np.arange(12.0).reshape(3, 4), 2, what="np.arange(12.0).reshape(3, 4)",
+                       behaviour=N_("2 heads")),
+            split_call(random_halves(rng, (2, 6)), 3, behaviour=N_("more than 2 heads")),
+            split_call(random_halves(rng, (1, 8)), 4, behaviour=N_("one token"))]
 
 
 def _merge_calls(g, rng) -> list:
     Z = random_halves(rng, (3, 6))
     return [merge_call(np.arange(12.0).reshape(2, 3, 2), what="np.arange(12.0).reshape(2, 3, 2)",
-                       behaviour="2 heads"),
-            merge_call(random_halves(rng, (3, 2, 2)), behaviour="more than 2 heads"),
-            merge_call(random_halves(rng, (4, 1, 2)), behaviour="one token"),
+                       behaviour=N_("2 heads")),
+            merge_call(random_halves(rng, (3, 2, 2)), behaviour=N_("more than 2 heads")),
+            merge_call(random_halves(rng, (4, 1, 2)), behaviour=N_("one token")),
             merge_call(split_heads(Z, 3), what="split_heads(Z (3, 6), 3)",
-                       behaviour="undoes split_heads")]
+                       behaviour=N_("undoes split_heads"))]
 
 
 PROBLEM_SET = ProblemSet(

@@ -27,7 +27,7 @@ from ..expectations import (
 )
 from ..variants import VariantDraw, apart_from_seed
 from .ps6_maps_slips import MOST_NOT_LEAST
-from ..language import N_
+from ..language import N_, _
 
 LATE, COMPENSATION = 1, 2  # 晚到 and 補償 among the tokens
 PATCH_SIZE = 2
@@ -39,28 +39,29 @@ SEED_IMAGE = np.array([
 ], dtype=float)  # (H, W) = (4, 6): 6 patches of 2 x 2 pixels
 SEED_QUERY_PATCH = 4
 
-WHY_RIGHT = "Its query is the longest: its scores are spread the widest, so its softmax is the sharpest."
+WHY_RIGHT = N_("Its query is the longest: its scores are spread the widest, so its softmax is the sharpest.")
 WHY_OPTIONS = {  # option -> what choosing it means (the right one: "")
-    "Its key is the longest.": "a token's own key sets how much the others attend to it (its column), "
-                               "not how it attends (its row).",
+    N_("Its key is the longest."): N_("a token's own key sets how much the others attend to it (its column), "
+                               "not how it attends (its row)."),
     WHY_RIGHT: "",
-    "It comes last in the sentence.": "nothing here depends on the order of the tokens: moving a token moves its "
-                                      "row and column, and changes no weight.",
-    "Its value is the largest.": "the values are mixed after the weights are fixed; they change no weight.",
+    N_("It comes last in the sentence."):
+        N_("nothing here depends on the order of the tokens: moving a token moves its "
+                                      "row and column, and changes no weight."),
+    N_("Its value is the largest."): N_("the values are mixed after the weights are fixed; they change no weight."),
 }
-NOT_SHOWN_RIGHT = "The values that the weights mix, and so what each token's output is."
+NOT_SHOWN_RIGHT = N_("The values that the weights mix, and so what each token's output is.")
 NOT_SHOWN_OPTIONS = {
-    "How much each token attends to every other token.": "that is exactly what a map shows: row i, column j.",
-    "Which token each token attends to most.": "a map shows it: the darkest cell of the token's row.",
+    N_("How much each token attends to every other token."): N_("that is exactly what a map shows: row i, column j."),
+    N_("Which token each token attends to most."): N_("a map shows it: the darkest cell of the token's row."),
     NOT_SHOWN_RIGHT: "",
-    "That each token's weights add up to 1.": "each row of a map adds up to 1: you can read it off.",
+    N_("That each token's weights add up to 1."): N_("each row of a map adds up to 1: you can read it off."),
 }
 
 
 def givens(variant: int) -> dict:
     """The variant's maps, the order of each question's options, and the image and query patch of part 2."""
     delivery = variants.delivery_example(variant)
-    _, maps = multi_head_attention(delivery.X, delivery.heads, delivery.W_O, delivery.b_O)  # (2, 3, 3)
+    maps = multi_head_attention(delivery.X, delivery.heads, delivery.W_O, delivery.b_O)[1]  # (2, 3, 3)
     image, query_patch = (SEED_IMAGE.copy(), SEED_QUERY_PATCH) if variant == 0 else _image(variant)
     return {"tokens": delivery.tokens, "X": delivery.X, "heads": delivery.heads, "maps": maps,
             "why_options": ordered_options(WHY_OPTIONS, WHY_RIGHT, "ps6_options/why", variant),
@@ -97,8 +98,9 @@ def _attends_most_to_late(g) -> Choice:
     right = int(np.argmax(column))
     return choose_token(g["tokens"], right,
                         wrong={int(np.argmax(g["maps"][0][LATE])): slips.READ_ROW_NOT_COLUMN.advice},
-                        explain_right="its row puts the largest weight on 晚到 (the largest entry of its column)",
-                        reveal=f"In head 1, {g['tokens'][right]} attends most to 晚到 ({column[right]:.2f}).")
+                        explain_right=_("its row puts the largest weight on 晚到 (the largest entry of its column)"),
+                        reveal=_("In head 1, {token} attends most to 晚到 ({weight}).").format(
+                            token=g["tokens"][right], weight=f"{column[right]:.2f}"))
 
 
 def _least_attended_head2(g) -> Choice:
@@ -107,8 +109,9 @@ def _least_attended_head2(g) -> Choice:
     return choose_token(g["tokens"], right,
                         wrong={int(np.argmax(row)): MOST_NOT_LEAST.advice,
                                int(np.argmin(g["maps"][1][:, COMPENSATION])): slips.READ_COLUMN_NOT_ROW.advice},
-                        explain_right="the smallest weight in 補償's row of head 2",
-                        reveal=f"In head 2, 補償 attends least to {g['tokens'][right]} ({row[right]:.2f}).")
+                        explain_right=_("the smallest weight in 補償's row of head 2"),
+                        reveal=_("In head 2, 補償 attends least to {token} ({weight}).").format(
+                            token=g["tokens"][right], weight=f"{row[right]:.2f}"))
 
 
 PROBLEM_SET = ProblemSet(

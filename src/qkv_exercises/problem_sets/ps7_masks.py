@@ -33,48 +33,49 @@ from ..functions import (
     random_masked_softmax_calls,
     random_padding_mask_calls,
 )
-from ..language import N_
+from ..language import N_, _
 
 LATE = 1  # 晚到's index among the tokens
 
-KEYS_RIGHT = "外送 and 晚到"
+KEYS_RIGHT = N_("外送 and 晚到")
 KEYS_OPTIONS = {  # option -> what choosing it means (the right one: "")
-    "晚到 and 補償": "that is the wrong triangle: token i attends to tokens 0 .. i, the ones before it and itself.",
+    N_("晚到 and 補償"): N_("that is the wrong triangle: token i attends to tokens 0 .. i, the ones before it and itself."),
     KEYS_RIGHT: "",
-    "外送 only": "a token may attend to itself too: the causal mask keeps the diagonal.",
-    "晚到 only": "a token may attend to every earlier token as well as to itself.",
-    "外送, 晚到 and 補償": "that is the unmasked row: the causal mask blocks the later token 補償.",
+    N_("外送 only"): N_("a token may attend to itself too: the causal mask keeps the diagonal."),
+    N_("晚到 only"): N_("a token may attend to every earlier token as well as to itself."),
+    N_("外送, 晚到 and 補償"): N_("that is the unmasked row: the causal mask blocks the later token 補償."),
 }
-LATER_RIGHT = "補償's only."
+LATER_RIGHT = N_("補償's only.")
 LATER_OPTIONS = {
-    "外送's and 晚到's, not 補償's.": "a token reads the tokens before it and itself, so a change to the last token "
-                                    "reaches no earlier output, but it does reach its own.",
-    "All three: every token attends to 補償.": "under the causal mask 外送 and 晚到 give 補償 a weight of exactly 0: "
-                                            "nothing of 補償 reaches their outputs.",
+    N_("外送's and 晚到's, not 補償's."): N_("a token reads the tokens before it and itself, so a change to the last token "
+                                    "reaches no earlier output, but it does reach its own."),
+    N_("All three: every token attends to 補償."): N_("under the causal mask 外送 and 晚到 give 補償 a weight of exactly 0: "
+                                            "nothing of 補償 reaches their outputs."),
     LATER_RIGHT: "",
-    "None: the mask keeps every output fixed.": "補償 attends to itself and to the tokens before it, so its own "
-                                                 "output changes with its vector.",
+    N_("None: the mask keeps every output fixed."): N_("補償 attends to itself and to the tokens before it, so its own "
+                                                 "output changes with its vector."),
 }
-PADDING_RIGHT = "It blocks [PAD] as a key: no query, not even [PAD]'s own, gives it any weight."
+PADDING_RIGHT = N_("It blocks [PAD] as a key: no query, not even [PAD]'s own, gives it any weight.")
 PADDING_OPTIONS = {
-    "It blocks [PAD] as a query: [PAD]'s row gets no weights and no output.":
-        "a (batch, 1, n) mask is one row, the same for every query: it blocks a column (a key). [PAD]'s own row "
-        "is computed like any other, and ignored later.",
-    "It blocks, for every token, the tokens that come after it.": "that is the causal mask.",
-    "It sets [PAD]'s value to zero, so the weight [PAD] gets carries nothing.":
-        "the mask works on the scores, not on the values: a blocked key gets a weight of exactly 0, so neither its "
-        "key nor its value reaches the output.",
+    N_("It blocks [PAD] as a query: [PAD]'s row gets no weights and no output."):
+        N_("a (batch, 1, n) mask is one row, the same for every query: it blocks a column (a key). [PAD]'s own row "
+        "is computed like any other, and ignored later."),
+    N_("It blocks, for every token, the tokens that come after it."): N_("that is the causal mask."),
+    N_("It sets [PAD]'s value to zero, so the weight [PAD] gets carries nothing."):
+        N_("the mask works on the scores, not on the values: a blocked key gets a weight of exactly 0, so neither its "
+        "key nor its value reaches the output."),
     PADDING_RIGHT: "",
 }
-CROSS_RIGHT = "Q from the decoder's tokens; K and V from the encoder's output."
+CROSS_RIGHT = N_("Q from the decoder's tokens; K and V from the encoder's output.")
 CROSS_OPTIONS = {
-    "Q from the encoder's output; K and V from the decoder's tokens.":
-        "the decoder asks (its words make the queries) and reads the encoder (its tokens make the keys and values).",
+    N_("Q from the encoder's output; K and V from the decoder's tokens."):
+        N_("the decoder asks (its words make the queries) and reads the encoder (its tokens make the keys and "
+           "values)."),
     CROSS_RIGHT: "",
-    "Q and K from the decoder's tokens; V from the encoder's output.":
-        "keys and values come in pairs, one per source token: both from the encoder.",
-    "Q, K and V from the decoder's tokens, under a causal mask.":
-        "that is the decoder's masked self-attention, not cross-attention.",
+    N_("Q and K from the decoder's tokens; V from the encoder's output."):
+        N_("keys and values come in pairs, one per source token: both from the encoder."),
+    N_("Q, K and V from the decoder's tokens, under a causal mask."):
+        N_("that is the decoder's masked self-attention, not cross-attention."),
 }
 
 
@@ -114,26 +115,26 @@ _masked_softmax_check = function_checks("masked_softmax", judge_masked_softmax, 
 
 
 def _causal_calls(g, rng) -> list:
-    return [masked_softmax_call(g["S1"], causal_mask(3), what="S1, causal_mask(3)", behaviour="causal mask"),
-            masked_softmax_call(random_halves(rng, (4, 4)), causal_mask(4), what="scores (4, 4), causal_mask(4)",
-                                behaviour="causal mask")]
+    return [masked_softmax_call(g["S1"], causal_mask(3), what="S1, causal_mask(3)", behaviour=N_("causal mask")),
+            masked_softmax_call(random_halves(rng, (4, 4)), causal_mask(4), what=_("scores (4, 4), causal_mask(4)"),
+                                behaviour=N_("causal mask"))]
 
 
 def _padding_calls(g, rng) -> list:
     return [masked_softmax_call(random_halves(rng, (3, 3, 3)), padding_mask_of([3, 2, 1], 3),
-                                what="scores (3, 3, 3), the padding mask of lengths [3, 2, 1]",
-                                behaviour="padding mask, broadcast over the queries"),
+                                what=_("scores (3, 3, 3), the padding mask of lengths [3, 2, 1]"),
+                                behaviour=N_("padding mask, broadcast over the queries")),
             masked_softmax_call(random_halves(rng, (2, 4, 4)), padding_mask_of([4, 2], 4),
-                                what="scores (2, 4, 4), the padding mask of lengths [4, 2]",
-                                behaviour="padding mask, broadcast over the queries")]
+                                what=_("scores (2, 4, 4), the padding mask of lengths [4, 2]"),
+                                behaviour=N_("padding mask, broadcast over the queries"))]
 
 
 def _cross_and_large_calls(g, rng) -> list:
     mask = [[True, False, True], [False, True, True]]
-    return [masked_softmax_call(random_halves(rng, (2, 3)), mask, what="scores (2, 3), a mask (2, 3)",
+    return [masked_softmax_call(random_halves(rng, (2, 3)), mask, what=_("scores (2, 3), a mask (2, 3)"),
                                 behaviour="n_q != n_k"),
             masked_softmax_call(1000 + g["S1"], causal_mask(3), what="S1 + 1000, causal_mask(3)",
-                                behaviour="large scores")]
+                                behaviour=N_("large scores"))]
 
 
 PROBLEM_SET = ProblemSet(
@@ -163,15 +164,16 @@ PROBLEM_SET = ProblemSet(
         _cross("O", "cross_output", "O_cross", "O_cross is A_cross times V (2 x 4), each entry within 0.01."),
         _causal_mask_check("causal_mask_small",
                            lambda g, rng: [causal_mask_call(3, behaviour="n tokens"),
-                                           causal_mask_call(1, behaviour="one token"),
+                                           causal_mask_call(1, behaviour=N_("one token")),
                                            causal_mask_call(6, behaviour="n tokens")],
                            "causal_mask(n) for n = 3, 1 and 6 is qkv.causal_mask(n): True on and below the diagonal."),
         _causal_mask_check("causal_mask_random",
-                           lambda g, rng: random_causal_mask_calls(rng) + [causal_mask_call(1, behaviour="one token")],
+                           lambda g, rng: random_causal_mask_calls(rng)
+                           + [causal_mask_call(1, behaviour=N_("one token"))],
                            "causal_mask(n) is qkv.causal_mask(n) for other n.", hidden=True),
         _padding_mask_check("padding_mask_small",
-                            lambda g, rng: [padding_mask_call([3, 2], 3, behaviour="padded sentences"),
-                                            padding_mask_call([4, 1, 2], 4, behaviour="padded sentences")],
+                            lambda g, rng: [padding_mask_call([3, 2], 3, behaviour=N_("padded sentences")),
+                                            padding_mask_call([4, 1, 2], 4, behaviour=N_("padded sentences"))],
                             "padding_mask([3, 2], 3) (外送 晚到 補償 and 晚到 補償 [PAD]) and padding_mask([4, 1, 2], 4) "
                             "are qkv.padding_mask: (batch, 1, n), True for the real tokens."),
         _padding_mask_check("padding_mask_random", lambda g, rng: random_padding_mask_calls(rng),

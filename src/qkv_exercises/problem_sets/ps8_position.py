@@ -13,6 +13,8 @@ has the same dot product, and what rotary embeddings turn. Part 3 checks the stu
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from qkv import self_attention
@@ -30,38 +32,43 @@ from ..expectations import (
 )
 from ..functions import encoding_call, judge_encoding, random_encoding_calls
 from ..variants import VariantDraw
-from ..language import N_
+from ..language import N_, _
 
-FORMULA_RIGHT = "P A P^T: the rows and the columns reordered."
+FORMULA_RIGHT = N_("P A P^T: the rows and the columns reordered.")
 FORMULA_OPTIONS = {  # option -> what choosing it means (the right one: "")
-    "P A: the rows reordered.": "the rows are the queries and they move with their tokens, but so do the columns, "
-                                "the keys: column j is the token that now stands at place j.",
-    "A P^T: the columns reordered.": "the columns are the keys and they move with their tokens, but so do the rows, "
-                                     "the queries: row i is the token that now stands at place i.",
-    "A: attention does not see order, so nothing changes.": "each token attends to the others with the same weights "
-                                                           "as before, but its row and its column move with it.",
+    N_("P A: the rows reordered."):
+        N_("the rows are the queries and they move with their tokens, but so do the columns, "
+                                "the keys: column j is the token that now stands at place j."),
+    N_("A P^T: the columns reordered."):
+        N_("the columns are the keys and they move with their tokens, but so do the rows, "
+                                     "the queries: row i is the token that now stands at place i."),
+    N_("A: attention does not see order, so nothing changes."):
+        N_("each token attends to the others with the same weights "
+                                                           "as before, but its row and its column move with it."),
     FORMULA_RIGHT: "",
 }
-ADDED_RIGHT = "They are no longer a mere reordering: a token's output depends on where it stands."
+ADDED_RIGHT = N_("They are no longer a mere reordering: a token's output depends on where it stands.")
 ADDED_OPTIONS = {  # option -> what choosing it means (the right one: "")
-    "They are P O, the first outputs reordered, as without positions.":
-        "that holds without positions. With PE added, 中和 at position 0 and 中和 at position 3 are two different "
-        "vectors, so their outputs differ.",
+    N_("They are P O, the first outputs reordered, as without positions."):
+        N_("that holds without positions. With PE added, 中和 at position 0 and 中和 at position 3 are two different "
+        "vectors, so their outputs differ."),
     ADDED_RIGHT: "",
-    "They are O, the first outputs in the same rows: the positions did not move.":
-        "the positions stayed, but the tokens moved: each place now holds another token plus the same PE.",
-    "Every token gets the same output.": "adding a different vector at each position makes the tokens more "
-                                         "different from each other, not alike.",
+    N_("They are O, the first outputs in the same rows: the positions did not move."):
+        N_("the positions stayed, but the tokens moved: each place now holds another token plus the same PE."),
+    N_("Every token gets the same output."): N_("adding a different vector at each position makes the tokens more "
+                                         "different from each other, not alike."),
 }
-ROTARY_RIGHT = "The queries and the keys, in every layer and head."
+ROTARY_RIGHT = N_("The queries and the keys, in every layer and head.")
 ROTARY_OPTIONS = {
     ROTARY_RIGHT: "",
-    "The token vectors, once, before the first layer.":
-        "that is where sinusoidal and learned encodings go, added rather than turned; RoPE turns the queries and "
-        "keys inside attention.",
-    "The values.": "the values are not rotated: position decides which tokens are read, not what is read from them.",
-    "The queries, the keys and the values.": "the values are not rotated: position decides which tokens are read, "
-                                             "not what is read from them.",
+    N_("The token vectors, once, before the first layer."):
+        N_("that is where sinusoidal and learned encodings go, added rather than turned; RoPE turns the queries and "
+        "keys inside attention."),
+    N_("The values."):
+        N_("the values are not rotated: position decides which tokens are read, not what is read from them."),
+    N_("The queries, the keys and the values."):
+        N_("the values are not rotated: position decides which tokens are read, "
+                                             "not what is read from them."),
 }
 SHIFTS = range(20, 61)  # how far the pairs of the same-dot-product question move: far more than any offset
 
@@ -90,9 +97,10 @@ def _pair_options(pair, shift: int, variant: int) -> tuple[str, ...]:
     """The options of the same-dot-product question: both positions shifted (the right one, third in
     variant 0), or only one, or one more than the other."""
     p, q = (int(v) for v in pair)
-    right = f"positions {p + shift} and {q + shift}"
-    texts = (f"positions {p} and {q + shift}", f"positions {p + shift} and {q}", right,
-             f"positions {p + shift} and {q + shift + 1}")
+    positions = _("positions {p} and {q}")  # in the language the problem set speaks: the student reads them
+    right = positions.format(p=p + shift, q=q + shift)
+    texts = (positions.format(p=p, q=q + shift), positions.format(p=p + shift, q=q), right,
+             positions.format(p=p + shift, q=q + shift + 1))
     return ordered_options(texts, right, "ps8_options/pairs", variant)
 
 
@@ -100,14 +108,15 @@ def _same_dot_product(g) -> Choice:
     p, q = (int(v) for v in g["pair"])
     options = g["pair_options"]
     right = next(text for text in options if _offset(text) == q - p)  # the only one with the pair's offset
-    wrong = {text: f"those positions are {_offset(text)} apart, not {q - p}: the dot product of two encodings "
-                   "depends on their offset only." for text in options if text != right}
-    return choose_option(options, right, explain_right="the same offset, so the same sum of cos(offset w_i)",
+    wrong = {text: _("those positions are {apart} apart, not {offset}: the dot product of two encodings depends on "
+                     "their offset only.").format(apart=_offset(text), offset=q - p)
+             for text in options if text != right}
+    return choose_option(options, right, explain_right=_("the same offset, so the same sum of cos(offset w_i)"),
                          explain_wrong=wrong)
 
 
 def _offset(text: str) -> int:
-    first, second = (int(word) for word in text.split() if word.isdigit())
+    first, second = (int(number) for number in re.findall(r"\d+", text))
     return second - first
 
 
@@ -149,15 +158,15 @@ PROBLEM_SET = ProblemSet(
         option_check("what_rotary_turns", "rotary_turns", ROTARY_OPTIONS, ROTARY_RIGHT, "rotary_options",
                      "rotary_turns is the letter of what rotary embeddings rotate."),
         _encoding_check("encoding_small",
-                        lambda g, rng: [encoding_call(4, 4, behaviour="d_model = 4"), _your_table(g)],
+                        lambda g, rng: [encoding_call(4, 4, behaviour=N_("d_model = 4")), _your_table(g)],
                         "sinusoidal_position_encoding(4, 4) (the table of 中和 有 一個 永和路), and the table up to "
                         "your position, match qkv to 1e-6."),
         _encoding_check("encoding_wider",
-                        lambda g, rng: [encoding_call(10, 16, behaviour="wider d_model"),
-                                        encoding_call(50, 64, behaviour="wider d_model")],
+                        lambda g, rng: [encoding_call(10, 16, behaviour=N_("wider d_model")),
+                                        encoding_call(50, 64, behaviour=N_("wider d_model"))],
                         "sinusoidal_position_encoding(10, 16) and (50, 64) match qkv to 1e-6."),
         _encoding_check("encoding_one_position",
-                        lambda g, rng: [encoding_call(1, 6, behaviour="one position")],
+                        lambda g, rng: [encoding_call(1, 6, behaviour=N_("one position"))],
                         "sinusoidal_position_encoding(1, 6), a single position 0, matches qkv to 1e-6."),
         _encoding_check("encoding_random", lambda g, rng: random_encoding_calls(rng),
                         "sinusoidal_position_encoding matches qkv for other n and d_model.", hidden=True),

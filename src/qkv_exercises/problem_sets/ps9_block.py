@@ -29,50 +29,50 @@ from ..functions import (
     random_layer_norm_calls,
 )
 from ..variants import VariantDraw
-from ..language import N_
+from ..language import N_, _
 
 # What each model does, in the words a wrong choice is explained with.
 POST_LN = {  # models that normalise after each residual sum
-    "BERT": "BERT normalises after each residual sum (post-LN), as the original Transformer does.",
-    "the original Transformer (2017)": "the original Transformer normalises after each residual sum (post-LN).",
-    "BART": "BART keeps the original Transformer's order: a layer norm after each residual sum (post-LN).",
+    "BERT": N_("BERT normalises after each residual sum (post-LN), as the original Transformer does."),
+    N_("the original Transformer (2017)"): N_("the original Transformer normalises after each residual sum (post-LN)."),
+    "BART": N_("BART keeps the original Transformer's order: a layer norm after each residual sum (post-LN)."),
 }
 PRE_LN = {  # models that normalise each sublayer's input
-    "GPT-2": "GPT-2 normalises each sublayer's input (pre-LN), with one more layer norm after the last block.",
-    "ViT": "ViT normalises each sublayer's input (pre-LN), with one more layer norm after the last block.",
-    "T5": "T5 normalises each sublayer's input (pre-LN), with a norm that only rescales.",
-    "LLaMA": "LLaMA normalises each sublayer's input (pre-LN), with RMSNorm.",
+    "GPT-2": N_("GPT-2 normalises each sublayer's input (pre-LN), with one more layer norm after the last block."),
+    "ViT": N_("ViT normalises each sublayer's input (pre-LN), with one more layer norm after the last block."),
+    "T5": N_("T5 normalises each sublayer's input (pre-LN), with a norm that only rescales."),
+    "LLaMA": N_("LLaMA normalises each sublayer's input (pre-LN), with RMSNorm."),
 }
 DECODER_ONLY = {
     "GPT-2": "",
     "LLaMA": "",
 }
 NOT_DECODER_ONLY = {
-    "BERT": "BERT is encoder-only: its tokens attend in both directions, with no causal mask.",
-    "ViT": "ViT is encoder-only: its patches attend to each other, with no causal mask.",
-    "T5": "T5 keeps both halves, encoder and decoder (with cross-attention between them).",
-    "BART": "BART keeps both halves, encoder and decoder (with cross-attention between them).",
-    "the original Transformer (2017)": "the original Transformer has an encoder and a decoder.",
+    "BERT": N_("BERT is encoder-only: its tokens attend in both directions, with no causal mask."),
+    "ViT": N_("ViT is encoder-only: its patches attend to each other, with no causal mask."),
+    "T5": N_("T5 keeps both halves, encoder and decoder (with cross-attention between them)."),
+    "BART": N_("BART keeps both halves, encoder and decoder (with cross-attention between them)."),
+    N_("the original Transformer (2017)"): N_("the original Transformer has an encoder and a decoder."),
 }
 SEED_POST_LN = ("BERT", "GPT-2", "ViT", "T5")  # variant 0: the chapter's four models, the right one first
 SEED_DECODER_ONLY = ("GPT-2", "BERT", "ViT", "T5")
 
-RESIDUAL_RIGHT = "The token's own vector: each sublayer adds its change F(x) to it, x + F(x)."
+RESIDUAL_RIGHT = N_("The token's own vector: each sublayer adds its change F(x) to it, x + F(x).")
 RESIDUAL_OPTIONS = {
     RESIDUAL_RIGHT: "",
-    "Only the sublayer's output F(x); the input x is left behind.":
-        "without the addition a sublayer would have to learn to pass its input on; the sum x + F(x) keeps x.",
-    "The average of all the tokens' vectors.":
-        "the residual connection adds each token's own vector to its own output; nothing is averaged.",
-    "The attention weights of the block before.":
-        "the weights stay inside attention; what is carried on is a vector per token.",
+    N_("Only the sublayer's output F(x); the input x is left behind."):
+        N_("without the addition a sublayer would have to learn to pass its input on; the sum x + F(x) keeps x."),
+    N_("The average of all the tokens' vectors."):
+        N_("the residual connection adds each token's own vector to its own output; nothing is averaged."),
+    N_("The attention weights of the block before."):
+        N_("the weights stay inside attention; what is carried on is a vector per token."),
 }
-EXCHANGE_RIGHT = "Multi-head attention."
+EXCHANGE_RIGHT = N_("Multi-head attention.")
 EXCHANGE_OPTIONS = {
     EXCHANGE_RIGHT: "",
-    "The feed-forward layer.": "the feed-forward layer acts on every token on its own (position-wise).",
-    "The layer norm.": "a layer norm takes the mean and variance of each token's own features.",
-    "The residual sum.": "the residual sum adds each token's own vector to its own sublayer output.",
+    N_("The feed-forward layer."): N_("the feed-forward layer acts on every token on its own (position-wise)."),
+    N_("The layer norm."): N_("a layer norm takes the mean and variance of each token's own features."),
+    N_("The residual sum."): N_("the residual sum adds each token's own vector to its own sublayer output."),
 }
 
 
@@ -135,14 +135,14 @@ def _your_row(g) -> np.ndarray:
 
 
 def _rows_calls(g, rng) -> list:
-    return [layer_norm_call(_your_row(g), np.ones(4), np.zeros(4), what="your residual sum r (1, 4), gamma = 1, "
-                            "beta = 0", behaviour="rows"),
+    return [layer_norm_call(_your_row(g), np.ones(4), np.zeros(4), what=_("your residual sum r (1, 4), gamma = 1, "
+                            "beta = 0"), behaviour="rows"),
             layer_norm_rows_call(rng, (3, 5))]
 
 
 def _gamma_beta_calls(g, rng) -> list:
-    return [layer_norm_call(_your_row(g), g["gamma"], g["beta"], what="your r (1, 4), your gamma and beta",
-                            behaviour="gamma and beta"),
+    return [layer_norm_call(_your_row(g), g["gamma"], g["beta"], what=_("your r (1, 4), your gamma and beta"),
+                            behaviour=N_("gamma and beta")),
             layer_norm_gamma_beta_call(rng, (4, 6))]
 
 
@@ -164,11 +164,11 @@ PROBLEM_SET = ProblemSet(
         ValueCheck("scaled_row", "y", _row_step("scaled", "y"),
                    "y is gamma * normalised + beta, each entry within 0.01."),
         ChoiceCheck("post_ln_model", "post_ln", _model_choice(
-            "post_ln_options", POST_LN, PRE_LN, "it normalises after each residual sum: x <- LayerNorm(x + F(x))"),
+            "post_ln_options", POST_LN, PRE_LN, N_("it normalises after each residual sum: x <- LayerNorm(x + F(x))")),
             "post_ln is the letter of the model that normalises after each residual sum."),
         ChoiceCheck("decoder_only_model", "decoder_only", _model_choice(
             "decoder_only_options", DECODER_ONLY, NOT_DECODER_ONLY,
-            "it stacks decoder blocks without cross-attention, each with a causal mask"),
+            N_("it stacks decoder blocks without cross-attention, each with a causal mask")),
             "decoder_only is the letter of the decoder-only model."),
         ChoiceCheck("residual_carries", "residual", _option_choice("residual_options", RESIDUAL_OPTIONS,
                                                                    RESIDUAL_RIGHT),
