@@ -296,8 +296,11 @@ IMAGES = """async () => {
   const timeout = (ms) => new Promise((resolve) => setTimeout(() => resolve('timed out'), ms));
   return Promise.all(images.map(async (img) => {
     const error = await Promise.race([img.decode().then(() => null, (e) => String(e)), timeout(20000)]);
+    const link = img.closest('a');
     return {src: img.currentSrc || img.src || img.outerHTML.slice(0, 120), alt: img.alt,
-            naturalWidth: img.naturalWidth, naturalHeight: img.naturalHeight, error};
+            naturalWidth: img.naturalWidth, naturalHeight: img.naturalHeight, error,
+            shownWidth: img.getBoundingClientRect().width, inFigure: !!img.closest('figure'),
+            figure: img.closest('figure') ? img.closest('figure').id : '', link: link ? link.href : ''};
   }));
 }"""
 
@@ -560,6 +563,7 @@ MATH_FONTS = """async () => {
 # against the article, since MathJax's output may spill out of a box without making it scroll. The
 # page itself: the document wider than the window.
 LAYOUT = """() => {
+  const MIN_MATH_SCALE = 0.85;  // fit-math.js never draws an equation smaller than this
   const article = document.querySelector('.bd-article') || document.querySelector('main') || document.body;
   const describe = (el) => {
     const section = el.closest('section[id]');
@@ -580,7 +584,10 @@ LAYOUT = """() => {
     const width = math.getBoundingClientRect().width;
     if (mjx.getAttribute('display') === 'true') {
       const box = mjx.clientWidth || mjx.parentElement.clientWidth;
-      if (width > box + 1 || over(mjx)) add('equation', mjx, width, box);
+      const scale = parseFloat(mjx.dataset.fitScale || '1');
+      const scrolls = mjx.classList.contains('qkv-math-scrolls') && getComputedStyle(mjx).overflowX === 'auto';
+      if (scale < MIN_MATH_SCALE - 0.001) add('equation drawn too small', mjx, scale * 100, MIN_MATH_SCALE * 100);
+      if (width > box + 1 || over(mjx)) add(scrolls ? 'equation scrolls' : 'equation', mjx, width, box);
     } else if (math.getBoundingClientRect().right > articleRight + 1) {
       add('inline math', mjx, math.getBoundingClientRect().right, articleRight);
     }

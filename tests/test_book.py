@@ -141,6 +141,14 @@ def test_no_figure_is_shown_as_text(built_site):
     assert not offenders, f"pages showing a figure as text instead of a picture: {offenders}"
 
 
+def test_no_page_shows_a_number_as_a_numpy_repr(built_site):
+    """An {eval} of a numpy scalar shows np.int64(512) where the prose means 512; no page has one."""
+    repr_of_a_number = r".{0,30}np\.(?:int|float)\d+\(-?[\d.]+(?:e[-+]?\d+)?\)"  # np.int64(512), not np.float32(x)
+    shown = {page: re.findall(repr_of_a_number, page_text(built_site / f"{page}.html"))
+             for page in toc_docnames(ROOT / "_toc.yml")}
+    assert not any(shown.values()), f"numpy reprs in the prose: { {p: s for p, s in shown.items() if s} }"
+
+
 def test_every_image_of_every_page_exists_in_the_build(built_site):
     """Each <img> of a chapter points to a file of the build that is not empty."""
     broken = []
@@ -419,5 +427,6 @@ def test_widget_fallback_bundle_decodes_like_the_page_expects():
     """The mime bundle the page is built from carries a base64 PNG (what myst-nb writes to a file)."""
     import qkv_book.widgets
 
-    bundle = qkv_book.widgets.ScalingExplorer(d_k=4)._repr_mimebundle_()
+    bundle, metadata = qkv_book.widgets.ScalingExplorer(d_k=4)._repr_mimebundle_()
     assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")
+    assert metadata["image/png"]["width"] > 0

@@ -27,10 +27,18 @@ def read_bmatrices(latex: str) -> list[np.ndarray]:
 
 @pytest.mark.parametrize("value, decimals, text", [
     (0.5, 6, "0.5"), (2.0, 6, "2"), (0.0, 6, "0"), (-1e-9, 6, "0"), (-0.707107, 6, "-0.707107"),
-    (2.00000062, 6, "2.000001"), (0.665241043, 6, "0.665241"), (0.4011, 2, "0.4"), (1234.5, 0, "1234"),
+    (2.00000062, 6, "2.000001"), (0.665241043, 6, "0.665241"), (0.4011, 2, "0.40"), (1234.5, 0, "1234"),
+    (0.1 + 0.2, 6, "0.3"), (0.3, 2, "0.3"),
 ])
-def test_format_entry_rounds_and_drops_trailing_zeros(value, decimals, text):
+def test_format_entry_rounds_and_drops_only_the_zeros_of_an_exact_value(value, decimals, text):
     assert display.format_entry(value, decimals) == text
+
+
+def test_seed_000_weights_print_with_the_seeds_six_decimals():
+    """Seed 000 prints 0.506480 and 0.493520; qkv's A and O of head 1 print the same, not 0.50648."""
+    trace = qkv.trace_head(qkv.examples.delivery_example().X, *qkv.examples.delivery_example().heads[0])
+    shown = display.bmatrix(trace.A) + display.bmatrix(trace.O)
+    assert "0.506480" in shown and "0.493520" in shown and "0.50648 " not in shown and "0.49352 " not in shown
 
 
 def test_format_entry_rejects_a_bad_number_of_decimals():

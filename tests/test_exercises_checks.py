@@ -85,6 +85,7 @@ from qkv_exercises.problem_sets.ps10_online_softmax_slips import WRONG_BYTES_PER
 from qkv_exercises.problem_sets.ps11_soft_lookup_slips import DISTANCE_NOT_SQUARED
 from qkv_exercises.problem_sets.ps11_soft_lookup_slips import DOT_PRODUCT_WEIGHTS
 from qkv_exercises.problem_sets.ps11_soft_lookup_slips import EXPONENTS_NOT_EXTENDED, HALF_FORGOTTEN
+from qkv_exercises.problem_sets.ps11_soft_lookup_slips import KEY_HALF_FORGOTTEN
 from qkv_exercises.problem_sets.ps11_soft_lookup_slips import KEY_TERM_SIGN, MINUS_SIGN_FORGOTTEN
 from qkv_exercises.problem_sets.ps11_soft_lookup_slips import NO_SIGMA_SCALE, PLAIN_MEAN
 from qkv_exercises.problem_sets.ps11_soft_lookup_slips import SIGMA_NOT_SQUARED
@@ -749,11 +750,23 @@ def test_the_chapters_gaussian_kernel_by_hand_passes():
     ("prediction", 1.0, SEED_002_Q1_OUTPUT, DOT_PRODUCT_WEIGHTS),
     ("extended_scores", 1.0, [1.5, 0.5, 2], KEY_TERM_SIGN),
     ("extended_scores", 1.0, [0, -1, -0.5], EXPONENTS_NOT_EXTENDED),
+    ("extended_scores", 1.0, [0, -1, -1], KEY_HALF_FORGOTTEN),  # q.k - |k|^2: 1 - 1, 0 - 1, 1 - 2
     ("extended_scores", 2.0, [0.5, -0.5, 0], NO_SIGMA_SCALE),
 ])
 def test_each_kernel_slip_is_named(step, sigma, answer, slip):
     message = fails(kernel(step, sigma), answer)
     assert f"Likely slip: {slip.advice}" in message, message
+
+
+def test_the_prediction_made_from_the_keys_is_named():
+    """A student's variant whose values differ from its keys: the weights applied to K, not V."""
+    from qkv_exercises import variants
+
+    lookup = next(ex for ex in map(variants.kernel_lookup_example, range(1, 50)) if not np.allclose(ex.K, ex.V))
+    expectation = expect_kernel_step("prediction", lookup.Q, lookup.K, lookup.V, lookup.sigma, name="prediction")
+    from_keys = qkv.lookup.gaussian_kernel_weights(lookup.Q, lookup.K, lookup.sigma) @ lookup.K  # (1, d)
+    message = fails(expectation, np.round(from_keys[0], 2))
+    assert f"Likely slip: {slips.WEIGHTS_APPLIED_TO_K.advice}" in message, message
 
 
 def test_with_sigma_2_no_half_and_sigma_not_squared_are_both_named():
@@ -792,3 +805,69 @@ def test_a_kernel_written_with_loops_passes_and_slips_are_named():
     message = verdict_of(judge_kernel_weights, lambda Q, K, s: qkv.lookup.gaussian_kernel_weights(Q, K, s),
                          KERNEL_CALLS).message
     assert "calls qkv.gaussian_kernel_weights" in message
+
+
+# ---------------------------------------------------------------- problem set 12: a trained model's layer
+
+
+def loop_head_map(g, scale_of):
+    """Head ``g["head"]``'s map of problem set 12's layer, its columns cut by hand, with the scores divided
+    by ``scale_of(d_k, d_model, num_heads)``."""
+    X, h = g["X"], g["num_heads"]
+    d_model, d_k = X.shape[1], g["W_Q"].shape[1] // h
+    columns = slice((g["head"] - 1) * d_k, g["head"] * d_k)
+    q, k = (X @ g["W_Q"] + g["b_Q"])[:, columns], (X @ g["W_K"] + g["b_K"])[:, columns]  # (n, d_k) each
+    scores = q @ k.T / scale_of(d_k, d_model, h)
+    e = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_problem_set_12_names_the_width_a_student_took_for_d_k():
+    """Only some of the layer's heads are given (num_heads of them), so d_model / num_heads is not d_k:
+    each wrong width is named for what it is, and the hint says where d_k comes from."""
+    from qkv_exercises.problem_sets import get_problem_set
+    from qkv_exercises.problem_sets.ps12_trained_model_slips import (
+        D_K_FROM_D_MODEL,
+        DIVIDED_BY_SQRT_D_MODEL,
+        DIVIDED_BY_SQRT_OF_EVERY_HEAD,
+    )
+
+    ps12 = get_problem_set("ps12_trained_model")
+    g = ps12.givens(0)
+    assert g["X"].shape[1] != g["W_Q"].shape[1], "the set gives only some of the layer's heads"
+    right = ps12.check("head_map").judge(loop_head_map(g, lambda d_k, d, h: np.sqrt(d_k)), g, reveal=False)
+    assert right.passed, right.message
+    for scale_of, slip in ((lambda d_k, d, h: np.sqrt(d / h), D_K_FROM_D_MODEL),
+                           (lambda d_k, d, h: np.sqrt(d), DIVIDED_BY_SQRT_D_MODEL),
+                           (lambda d_k, d, h: np.sqrt(h * d_k), DIVIDED_BY_SQRT_OF_EVERY_HEAD)):
+        message = ps12.check("head_map").judge(loop_head_map(g, scale_of), g, reveal=False).message
+        assert f"Likely slip: {slip.advice}" in message, message
+        assert "columns of W_Q divided by num_heads" in message and "(d_model / num_heads)" not in message
+
+
+# ---------------------------------------------------------------- hidden checks in the feedback
+
+
+def hidden_function_checks():
+    from qkv_exercises.problem_sets import get_problem_set, names
+
+    return [(name, check) for name in names() for check in get_problem_set(name).checks
+            if isinstance(check, FunctionCheck) and check.hidden]
+
+
+@pytest.mark.parametrize("name, check", hidden_function_checks(), ids=lambda x: getattr(x, "grade_id", x))
+def test_a_failed_hidden_check_names_the_inputs_it_called_the_function_on(name, check):
+    """What the instructors' page promises of the feedback: a hidden function check that fails says on
+    which inputs it called the student's function (their numbers, or their shapes), drawn for that student."""
+    from qkv_exercises.checks import Returned
+    from qkv_exercises.problem_sets import get_problem_set
+
+    calls = check.calls(get_problem_set(name).givens(0), np.random.default_rng(1))
+    assert calls, f"{name}/{check.grade_id} makes no call"
+    wrong = [Returned(np.full((7, 7, 7), 0.5))] * len(calls)   # no answer of any set has this shape
+    verdict = check.judge(wrong, calls, reveal=False)
+    assert not verdict.passed
+    label = calls[0].label
+    named_with_inputs = re.fullmatch(rf"{check.answer}\((?!\.\.\.\)).+\)", label)  # not the bare "f(...)"
+    assert named_with_inputs, f"{name}/{check.grade_id}: the call is named {label!r}"
+    assert verdict.message.startswith(label), verdict.message

@@ -196,6 +196,19 @@ def test_masked_softmax_slips_are_named():
     assert "0 * (-inf) is NaN" in multiplied.message
 
 
+def test_a_masked_softmax_that_chooses_with_np_where_but_overflows_is_told_of_the_overflow_first():
+    """np.where used as it should be, but no maximum subtracted: the scores near 900 overflow e^s.
+    The message leads with the overflow, not with np.where, which the student already uses."""
+    def unsubtracted(s, m):
+        e = np.exp(np.where(m, s, -np.inf))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    message = judged(judge_masked_softmax, unsubtracted, SOFTMAX_CALLS).message
+    assert "not a finite number" in message, message
+    hint = message.split("not a finite number.", 1)[1].strip()
+    assert hint.startswith("Large scores overflow e^s"), message
+
+
 def loop_padding_mask(lengths, n):
     mask = np.zeros((len(lengths), 1, n), dtype=bool)
     for b, length in enumerate(lengths):
@@ -261,6 +274,10 @@ def test_reordering_and_encoding_slips_are_named(student):
     angles = [p / 10000 ** (2 * i / d) for i in range(d // 2)]
     assert_slip(verdict(PS8, "position_angles", [p / 10000 ** (i / d) for i in range(d // 2)], givens).message,
                 EXPONENT_I_NOT_2I)
+    from_one = [(p + 1) / 10000 ** (2 * i / d) for i in range(d // 2)]  # the slow pairs' angles barely move
+    assert_slip(verdict(PS8, "position_angles", [round(a, 2) for a in from_one], givens).message, POSITIONS_FROM_ONE)
+    assert_slip(verdict(PS8, "position_encoding", [round(f(a), 2) for a in from_one for f in (math.sin, math.cos)],
+                        givens).message, POSITIONS_FROM_ONE)
     swapped = [f(a) for a in angles for f in (math.cos, math.sin)]
     assert_slip(verdict(PS8, "position_encoding", swapped, givens).message, SIN_COS_SWAPPED)
     degrees = [f(math.radians(a)) for a in angles for f in (math.sin, math.cos)]

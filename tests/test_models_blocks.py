@@ -143,3 +143,18 @@ def test_head_contribution_norms_match_a_loop():
             for j in range(4):
                 expected = np.linalg.norm(weights[h, i, j] * V[j] @ W_O)
                 assert norms[h, i, j] == pytest.approx(expected, rel=1e-12)
+
+
+def test_value_output_norms_are_the_length_of_each_values_share_of_w_o():
+    """|v_j^(h) W_O^(h)| for every head and key, against a loop over the value's entries and W_O's rows."""
+    layer = random_layer()
+    X = rng.standard_normal((5, 8))
+    lengths = qkv.models.value_output_norms(X, layer)
+    assert lengths.shape == (len(layer.self_attention.heads), 5)
+    d_k = 4
+    for h, head in enumerate(layer.self_attention.heads):
+        W_O = layer.self_attention.W_O[h * d_k:(h + 1) * d_k]  # (d_k, d_model)
+        for j in range(5):
+            v = [sum(X[j, m] * head.W_V[m, c] for m in range(8)) + head.b_V[c] for c in range(d_k)]
+            moved = [sum(v[c] * W_O[c, k] for c in range(d_k)) for k in range(W_O.shape[1])]
+            assert lengths[h, j] == pytest.approx(sum(x * x for x in moved) ** 0.5, rel=1e-12)

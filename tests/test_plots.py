@@ -285,6 +285,26 @@ def test_heatmap_panels_draw_each_panel_with_its_own_tokens_and_hatch_the_blocke
         qkv_book.plots.heatmap_panels({})
 
 
+def test_stacked_heatmap_panels_put_each_step_below_the_last_with_cells_of_one_size():
+    """The decoding chapter's steps, 1 x 1, 1 x 2 and 1 x 3, one below the other: their first keys
+    aligned, every cell the same size, and the figure no wider than a phone's column (360 px)."""
+    Panel = qkv_book.plots.Panel
+    tokens = ["外送", "晚到", "補償"]
+    fig = qkv_book.plots.heatmap_panels({f"step {t}": Panel(np.full((1, t), 1 / t), [tokens[t - 1]], tokens[:t])
+                                         for t in (1, 2, 3)}, stacked=True)
+    fig.draw_without_rendering()  # the constrained layout places the axes
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in panels] == ["step 1", "step 2", "step 3"]
+    boxes = [ax.get_position(original=False) for ax in panels]  # as drawn, each cell square
+    assert boxes[0].y0 > boxes[1].y1 and boxes[1].y0 > boxes[2].y1, "each step below the one before"
+    assert boxes[0].x0 == pytest.approx(boxes[1].x0) == pytest.approx(boxes[2].x0)
+    cells = [(box.width / n, box.height) for box, n in zip(boxes, (1, 2, 3))]
+    for width, height in cells[1:]:
+        assert (width, height) == (pytest.approx(cells[0][0], rel=0.05), pytest.approx(cells[0][1], rel=0.05))
+    assert fig.get_size_inches()[0] * fig.dpi <= 360
+    assert [ax.get_xlabel() != "" for ax in panels] == [True, False, False], "the key label once, on top"
+
+
 def test_draw_blocked_needs_a_matrix():
     with pytest.raises(ValueError, match=r"blocked must be a matrix \(n_q, n_k\), got shape \(3,\)"):
         qkv_book.plots.draw_blocked(Figure().add_subplot(), np.ones(3, dtype=bool))
@@ -344,9 +364,9 @@ def test_a_figure_shown_in_ipython_is_cropped_to_its_content_and_loses_none_of_i
                   "b": qkv_book.plots.Panel(np.full((3, 4), 0.25), list("甲乙丙"), list("甲乙丙丁"))}
         return qkv_book.plots.heatmap_panels(panels)
 
-    full = np.asarray(Image.open(io.BytesIO(qkv_book.plots.figure_png(fig()))))
+    full = np.asarray(Image.open(io.BytesIO(qkv_book.plots.figure_png(fig()))).convert("RGBA"))
     figure = fig()
-    cropped = np.asarray(Image.open(io.BytesIO(qkv_book.plots.cropped_png(figure))))
+    cropped = np.asarray(Image.open(io.BytesIO(qkv_book.plots.cropped_png(figure))).convert("RGBA"))
     pad = 0.1 * figure.dpi
     assert cropped.shape[1] < full.shape[1] - 2 * pad, "nothing was cropped from the wide figure"
     top, bottom, left, right = ink_box(full)
@@ -356,3 +376,74 @@ def test_a_figure_shown_in_ipython_is_cropped_to_its_content_and_loses_none_of_i
     top, bottom, left, right = ink_box(cropped)
     margins = (top, cropped.shape[0] - 1 - bottom, left, cropped.shape[1] - 1 - right)
     assert all(margin <= pad + 2 for margin in margins), f"margins {margins} px, more than the {pad} px pad"
+
+
+def test_a_figure_shown_in_ipython_has_two_pixels_per_css_pixel_and_keeps_its_size():
+    """On a page a figure is a "2x" PNG shown at half its pixel width: as large as before, and sharp
+    on a high-DPI screen. Its crop matches the 1x picture's, scaled."""
+    import io
+
+    from IPython.core.interactiveshell import InteractiveShell
+    from PIL import Image
+
+    shell = InteractiveShell.instance()
+    qkv_book.plots.show_figures_in_ipython()
+    figure = qkv_book.plots.heatmap(np.eye(3), ["外送", "晚到", "補償"])
+    data, metadata = shell.display_formatter.format(figure)
+    png = data["image/png"]
+    one_x = Image.open(io.BytesIO(qkv_book.plots.cropped_png(figure))).size
+    two_x = Image.open(io.BytesIO(png)).size
+    assert metadata["image/png"]["width"] == round(two_x[0] / 2)
+    # text is hinted to whole pixels at each density, so the tight crop can differ by a few pixels
+    np.testing.assert_allclose(two_x, np.multiply(one_x, 2), rtol=0.02, err_msg="the 2x picture is not the 1x one")
+    assert figure.dpi == 90, "drawing at twice the density changed the figure's own dpi"
+
+
+def test_a_figure_carries_the_alt_text_it_is_given_in_its_png():
+    """with_alt_text's description travels inside the PNG (UTF-8, Chinese included), at any density."""
+    alt = "A heatmap of 3 by 3 weights over 外送 晚到 補償, darkest on the diagonal."
+    figure = qkv_book.plots.with_alt_text(qkv_book.plots.heatmap(np.eye(3), ["外送", "晚到", "補償"]), alt)
+    for png in (qkv_book.plots.cropped_png(figure, density=2), qkv_book.plots.figure_png(figure)):
+        assert qkv_book.plots.alt_text(png) == alt
+    assert qkv_book.plots.alt_text(qkv_book.plots.figure_png(qkv_book.plots.heatmap(np.eye(2), "ab"))) is None
+    with pytest.raises(ValueError, match="alt text describes it in a sentence"):
+        qkv_book.plots.with_alt_text(figure, "a map")
+
+
+def test_a_chart_gets_a_palette_that_changes_no_pixel_visibly_and_a_smaller_png(monkeypatch):
+    """A heatmap's PNG is drawn with 256 colours: every channel of all but one pixel in 10,000 within 16
+    of the full-colour drawing of the same figure, in a file at least twice smaller."""
+    import io
+
+    from PIL import Image
+
+    def figure():
+        weights = np.random.default_rng(0).dirichlet(np.ones(4), size=(2, 4))
+        return qkv_book.plots.head_grid(weights, ["中和", "有", "一個", "永和路"])
+
+    png = qkv_book.plots.figure_png(figure())
+    monkeypatch.setattr(qkv_book.plots, "with_palette", lambda picture: picture)
+    full_png = qkv_book.plots.figure_png(figure())
+    shown, full = Image.open(io.BytesIO(png)), Image.open(io.BytesIO(full_png))
+    assert shown.mode == "P" and full.mode == "RGBA", (shown.mode, full.mode)
+    change = np.abs(np.asarray(shown.convert("RGB"), dtype=int) - np.asarray(full.convert("RGB"), dtype=int))
+    assert np.mean(change.max(axis=-1) > qkv_book.plots.PALETTE_TOLERANCE) <= qkv_book.plots.PALETTE_OUTLIERS
+    assert 2 * len(png) < len(full_png), (len(png), len(full_png))
+
+
+def test_a_map_of_a_long_sentence_keeps_its_weights_and_labels_apart():
+    """head_grid of one head over 12 word pieces (problem set 12's show_maps): every printed weight and
+    every token label is drawn apart from every other one."""
+    import itertools
+
+    tokens = ["[CLS]", "the", "delivery", "was", "late", ",", "so", "i", "want", "compensation", ".", "[SEP]"]
+    weights = np.random.default_rng(1).dirichlet(np.ones(12), size=(1, 12))
+    fig = qkv_book.plots.head_grid(weights, tokens)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    ax = fig.axes[0]
+    texts = [*ax.texts, *ax.get_xticklabels(), *ax.get_yticklabels()]
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts if t.get_text()]
+    touching = [(a, b) for (a, p), (b, q) in itertools.combinations(boxes, 2) if p.overlaps(q)]
+    assert not touching, f"texts that run into each other: {touching[:5]}"

@@ -9,7 +9,8 @@ the font that actually drew the Chinese text, and the navigation (sidebar, next/
 The Exercises page must offer each released problem set as a zip without solutions.
 
 Every page must fit a laptop (1280 px) and a phone (390 px): no code, equation or table clipped or
-scrolling sideways (code may scroll on a phone), and every picture has alt text and a caption. At
+scrolling sideways (on a phone, code may scroll, and so may an equation too wide at the 85 % of its
+size that it may shrink to, in its own box), and every picture has alt text and a caption. At
 1280 px a page shows one search field, and nothing covers the sidebar's site title.
 
 A full-page screenshot of every page, at both widths, goes to ``_build/screenshots/`` for review, with the measured
@@ -560,7 +561,7 @@ def generated_pages(html_root: Path) -> list[str]:
 def layout_problems(layout: dict, *, code_may_scroll: bool) -> list[str]:
     problems = []
     for item in layout["offenders"]:
-        if code_may_scroll and item["kind"] == "code":
+        if code_may_scroll and item["kind"] in ("code", "equation scrolls"):
             continue
         problems.append(
             f"{item['kind']} {item['content']} px wide in a box of {item['box']} px: {item['where']!r}"
@@ -620,6 +621,61 @@ def test_generated_pages_fit_both_widths(browser, site, built_site, screenshots)
 
 
 @pytest.mark.parametrize("docname", PAGES)
+def test_every_figure_is_sharp_on_a_high_dpi_screen_and_opens_at_full_size(visits, docname):
+    """A chapter's figure has at least two pixels per CSS pixel it is shown at (a "2x" picture), and a
+    click opens the picture itself, to zoom into on a phone."""
+    problems = []
+    for image in visits(docname).images:
+        if not image["inFigure"] or not image["src"].endswith(".png"):
+            continue
+        name = image["src"].rsplit("/", 1)[-1]
+        if image["naturalWidth"] < 1.95 * image["shownWidth"]:
+            problems.append(f"{name}: {image['naturalWidth']} px shown {image['shownWidth']:.0f} px wide")
+        if image["link"] != image["src"]:
+            problems.append(f"{name} does not link to its full picture (link {image['link']!r})")
+    assert not problems, report(docname, problems)
+
+
+# Figures drawn to be read on a phone as they are: at 390 px each is shown at READABLE of its size or
+# more (its picture is a "2x" one: half its pixels are its size), so that its numbers and tokens keep
+# the size they have at 1280 px. The decoding chapter's three steps, side by side, were shrunk to
+# less than half on a phone; stacked, they fit.
+PHONE_FIGURES = {"book/decoding": ["fig-decoding-steps"]}
+READABLE = 0.85
+
+
+def shown_scales(images: list[dict], figures: list[str]) -> dict[str, float]:
+    """How much of its size the picture of each figure of ``figures`` is shown at (1: its full size)."""
+    scales = {image["figure"]: image["shownWidth"] / (image["naturalWidth"] / 2) for image in images
+              if image["figure"] in figures and image["naturalWidth"]}
+    assert set(scales) == set(figures), f"figures not found on the page: {set(figures) - set(scales)}"
+    return scales
+
+
+@pytest.mark.parametrize("docname", sorted(PHONE_FIGURES))
+def test_a_figure_drawn_for_a_phone_keeps_its_size_there_in_both_editions(phone_visits, chinese_visits, visits,
+                                                                            docname):
+    figures = PHONE_FIGURES[docname]
+    problems = []
+    for where, page in ((f"{docname} at 390 px", phone_visits(docname)),
+                        (f"zh-TW/{docname} at 390 px", chinese_visits(docname, phone=True)),
+                        (f"{docname} at 1280 px", visits(docname)),
+                        (f"zh-TW/{docname} at 1280 px", chinese_visits(docname))):
+        problems += [f"{where}: {figure} is shown at {scale:.0%} of its size" for figure, scale in
+                     shown_scales(page.images, figures).items() if scale < READABLE]
+    assert not problems, report(docname, problems)
+
+
+def test_a_figure_shrunk_on_a_phone_would_be_reported():
+    images = [{"figure": "fig-wide", "naturalWidth": 1494, "shownWidth": 342},  # 747 px drawn in 342
+              {"figure": "fig-narrow", "naturalWidth": 720, "shownWidth": 342}]
+    scales = shown_scales(images, ["fig-wide", "fig-narrow"])
+    assert scales["fig-wide"] < READABLE <= scales["fig-narrow"]
+    with pytest.raises(AssertionError, match="fig-missing"):
+        shown_scales(images, ["fig-missing"])
+
+
+@pytest.mark.parametrize("docname", PAGES)
 def test_every_picture_has_alt_text_and_a_caption(visits, docname):
     problems = figure_problems(visits(docname).figures)
     assert not problems, report(docname, problems)
@@ -641,8 +697,9 @@ def test_the_layout_and_figure_checks_can_fail(browser, site):
           const table = document.createElement('table');
           table.innerHTML = '<tr><td style="white-space: nowrap">' + 'wide '.repeat(80) + '</td></tr>';
           article.append(table);
-          const math = article.querySelector('mjx-container[display="true"]');
+          const [math, other] = article.querySelectorAll('mjx-container[display="true"]');
           math.style.fontSize = '600%';
+          other.dataset.fitScale = '0.5';
           const spill = document.createElement('div');
           spill.style.width = '900px';
           spill.textContent = 'a block wider than the window';
@@ -658,7 +715,7 @@ def test_the_layout_and_figure_checks_can_fail(browser, site):
         context.close()
     assert not opened.problems_before_checks and not layout_problems(clean, code_may_scroll=True), clean
     kinds = {item["kind"] for item in broken["offenders"]}
-    assert {"code", "table", "equation"} <= kinds, broken
+    assert {"code", "table", "equation", "equation drawn too small"} <= kinds, broken
     assert broken["page"], "a 900 px block on a 390 px screen was not reported"
     problems = figure_problems(figures)
     assert any("no alt text" in p for p in problems) and any("not in a figure" in p for p in problems), problems

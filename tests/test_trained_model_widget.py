@@ -54,8 +54,9 @@ def test_a_typed_sentence_joins_the_list_and_is_shown(explorer):
 
 def test_display_data_carries_the_widget_and_a_png_of_its_state(explorer):
     explorer.head.value = 4
-    bundle = explorer._repr_mimebundle_()
+    bundle, metadata = explorer._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert str(metadata["image/png"]["width"]) == explorer.picture.width
     png = base64.b64decode(bundle["image/png"])
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and png == explorer.picture.value
     assert bundle["text/plain"] == ("TrainedModelExplorer(sentence='The delivery was late, so I want compensation.', "

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import io
 
 import numpy as np
 import pytest
+from PIL import Image
 
 import qkv_book.widgets
 
@@ -29,12 +31,21 @@ def test_display_data_carries_the_live_widget_and_a_png_of_its_state():
     """Jupyter gets the widget view; a page without a kernel gets the PNG of the current state."""
     explorer = qkv_book.widgets.ScalingExplorer(d_k=16)
     explorer.slider.value = 256
-    bundle = explorer._repr_mimebundle_()
+    bundle, metadata = explorer._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
     png = base64.b64decode(bundle["image/png"])
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
     assert png == explorer.picture.value
     assert bundle["text/plain"] == "ScalingExplorer(d_k=256)"
+
+
+def test_the_picture_has_two_pixels_per_css_pixel_and_is_shown_at_its_css_width():
+    """Sharp on a high-DPI screen, the same size on the page: the PNG is twice the width it is shown at."""
+    explorer = qkv_book.widgets.ScalingExplorer(d_k=16)
+    _, metadata = explorer._repr_mimebundle_()
+    width = Image.open(io.BytesIO(explorer.picture.value)).size[0]
+    assert metadata["image/png"]["width"] == round(width / 2) and explorer.picture.width == str(round(width / 2))
+    assert 300 < width / 2 < 800, f"the explorer is shown {width / 2:.0f} CSS pixels wide"
 
 
 @pytest.mark.parametrize("d_k", [1, 8, 64, 1024])
@@ -73,3 +84,25 @@ def test_slider_adds_dimensions_to_the_same_vectors():
 def test_bad_settings_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         qkv_book.widgets.ScalingExplorer(**kwargs)
+
+
+@pytest.mark.parametrize("n_keys", [5, 6])
+def test_the_title_and_the_alt_text_count_the_keys_the_picture_draws(n_keys):
+    """The title says how many raw scores its spread is measured on and what it is expected to be; the
+    alt text names as many keys as there are bars, and each panel's largest bar."""
+    explorer = qkv_book.widgets.ScalingExplorer(d_k=64, n_keys=n_keys)
+    fig = explorer.figure()
+    names = [f"k{j + 1}" for j in range(n_keys)]
+    panels = [ax for ax in fig.axes if ax.patches]
+    assert len(panels) == 2
+    for ax in panels:
+        assert [t.get_text() for t in ax.get_xticklabels()] == names
+        assert len(ax.patches) == n_keys
+    scores = explorer.scores()
+    title = fig.get_suptitle()
+    assert f"these {n_keys} raw scores have standard deviation {np.std(scores):.1f}" in title, title
+    assert "= 8" in title, title  # sqrt(64)
+    alt = qkv_book.plots.alt_text(explorer.png())
+    assert f"{n_keys} keys, k1 to k{n_keys}," in alt, alt
+    for weights in (softmax_by_hand(scores), softmax_by_hand(scores / 8)):
+        assert f"{weights.max():.2f}, on k{int(np.argmax(weights)) + 1}" in alt, alt

@@ -1,8 +1,9 @@
 """Sphinx extension: the released problem sets, and the course package students install, as downloads.
 
 The directive ``problem-set-downloads`` (used in ``book/exercises.md``) renders a table
-with one row per problem set of the nbgrader course in ``exercises/``: its title, its
-points and a link to ``<problem set>.zip``. The zips hold the student versions that
+with one row per problem set of the nbgrader course in ``exercises/``, in the order of the
+chapters that practise them (``chapter_order.py``): its title, its points and a link to
+``<problem set>.zip``. The zips hold the student versions that
 ``nbgrader generate_assignment`` makes. They are made in a temporary copy of the course
 (so the course folder is never written to and parallel builds never collide), in a
 background process while the chapters are read, and written into the HTML output as
@@ -50,6 +51,7 @@ from docutils import nodes
 from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
 
+from chapter_order import learn_chapters, practised_problem_sets
 from editions import KERNEL_TAGS, _, edition, english_site_path, is_translated
 from qkv_grading import translation
 from qkv_grading.pipeline import Course, problem_set_points, problem_set_title, release_zips
@@ -150,9 +152,7 @@ class ProblemSetDownloads(SphinxDirective):
     has_content = False
 
     def run(self):
-        folders = problem_set_folders(self.env.app)
-        if not folders:
-            raise self.error(f"no problem sets found in {course_root(self.env.app) / 'source'}")
+        folders = self._in_chapter_order(problem_set_folders(self.env.app))
         table = nodes.table(classes=["problem-sets"])
         group = nodes.tgroup(cols=3)
         table += group
@@ -174,6 +174,25 @@ class ProblemSetDownloads(SphinxDirective):
                               [nodes.literal("", "", link)])
         group += body
         return [table]
+
+    def _in_chapter_order(self, folders: list[Path]) -> list[Path]:
+        """The problem sets in the order of the chapters that practise them (the sidebar's)."""
+        if not folders:
+            raise self.error(f"no problem sets found in {course_root(self.env.app) / 'source'}")
+        try:
+            practised = practised_problem_sets(self.env)
+        except ValueError as error:
+            raise self.error(f"the chapters' problem sets: {error}") from None
+        for chapter in learn_chapters(self.env):
+            self.env.note_dependency(self.env.doc2path(chapter))
+        by_name = {folder.name: folder for folder in folders}
+        unpractised = [name for name in by_name if name not in practised]
+        unknown = [f"{chapter} names {name}" for name, chapter in practised.items() if name not in by_name]
+        if unpractised or unknown:
+            raise self.error("every problem set belongs to the chapters whose **Practise:** paragraph names it: "
+                             + "; ".join([*(f"no chapter names {name}" for name in unpractised),
+                                          *(f"{problem}, which exercises/source does not have" for problem in unknown)]))
+        return [by_name[name] for name in practised]
 
     @staticmethod
     def _row(*cells):

@@ -24,16 +24,22 @@ DEFAULT_DECIMALS = 6  # the seeds print six decimals: 0.707107, 0.665241
 
 
 def format_entry(x: float, decimals: int = DEFAULT_DECIMALS) -> str:
-    """Round ``x`` to ``decimals`` places and drop trailing zeros: ``0.50`` -> ``0.5``, ``2.0`` -> ``2``.
+    """``x`` as the seeds print it: an exact short value short, a rounded one with all ``decimals``.
 
-    A value that rounds to zero prints as ``0`` (never ``-0``).
+    ``0.5`` -> ``0.5`` and ``2.0`` -> ``2`` (nothing was rounded away), but ``0.50648044`` ->
+    ``0.506480``: trailing zeros are dropped only when the shorter number is ``x`` itself (up to
+    floating-point noise), so a reader never takes a rounded value for an exact one. A value
+    that rounds to zero prints as ``0`` (never ``-0``).
     """
     if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)) or decimals < 0:
         raise ValueError(f"decimals must be a whole number >= 0, got {decimals!r}")
-    text = f"{float(x):.{decimals}f}"
+    x = float(x)
+    text = f"{x:.{decimals}f}"
     if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
+        short = text.rstrip("0").rstrip(".")
+        if abs(float(short) - x) <= 1e-9 * max(1.0, abs(x)):  # the shorter number is x: nothing rounded away
+            text = short
+    return "0" if float(text) == 0 else text
 
 
 def shape_latex(M) -> str:

@@ -17,11 +17,12 @@ from matplotlib.patches import Rectangle
 from qkv.validate import as_real_array, shape_str
 
 from .language import _
-from .plots import WEIGHTS_CMAP, figure_png
+from .plots import PIXEL_DENSITY, WEIGHTS_CMAP, figure_png, for_display, text_inches
 
 HEAD_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
                 "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939")
 QUERY_COLOUR = "#d9541a"
+HEAD_VIEW_FONTSIZE = 6.5  # points: the token labels of a head view
 
 
 def _check(name, array, ndim):
@@ -43,7 +44,8 @@ def _show_placed_figures_as_laid_out() -> None:
         return
     shell = get_ipython()
     if shell is not None:
-        shell.display_formatter.formatters["image/png"].for_type(_PlacedFigure, figure_png)
+        shell.display_formatter.formatters["image/png"].for_type(
+            _PlacedFigure, lambda fig: for_display(figure_png(fig, density=PIXEL_DENSITY)))
 
 
 _show_placed_figures_as_laid_out()
@@ -113,13 +115,15 @@ def layer_head_grid(weights, tokens, *, cell: float = 0.78, dpi: int = 90) -> Fi
     return fig
 
 
-def head_view(weights, tokens, query: int, *, columns: int = 4, titles=None, panel: float = 2.0,
+def head_view(weights, tokens, query: int, *, columns: int = 4, titles=None, lines: float = 0.6,
               dpi: int = 90) -> Figure:
     """One token's attention in every head of one layer, drawn as lines (in the spirit of BertViz).
 
     ``weights`` ``(h, n, n)``; in each head's panel the query token on the left (in orange) is joined
     to every key on the right by a line whose width and opacity grow with the weight. (BertViz lists
     every token on the left too; only the query's lines are drawn, so only the query is named.)
+    The panels are as wide as their longest token needs, with a gap between them, so that no label
+    runs into the next panel's; ``lines`` is the width of the lines, in inches.
     """
     weights = _check("weights", weights, 3)
     h, n = weights.shape[:2]
@@ -128,24 +132,30 @@ def head_view(weights, tokens, query: int, *, columns: int = 4, titles=None, pan
         raise ValueError(f"head_view: {len(tokens)} tokens for {n} x {n} weights, query {query}")
     titles = [_("head {number}").format(number=i + 1) for i in range(h)] if titles is None else list(titles)
     rows = -(-h // columns)
+    label = max(text_inches(token, HEAD_VIEW_FONTSIZE) for token in tokens) + 0.03  # inches
+    gap, between = 0.06, 0.3  # inches: label to lines, panel to panel
+    panel = 2 * label + 2 * gap + lines
+    width = columns * panel + (columns - 1) * between
     row_height = n + 2.5  # in token rows: the tokens, the title and a gap
-    fig = _fixed_figure(panel * columns, 0.19 * row_height * rows, dpi)
-    ax = fig.add_axes((0, 0, 1, 1))
+    fig = _fixed_figure(width + 0.1, 0.19 * row_height * rows, dpi)
+    ax = fig.add_axes((0, 0, 1, 1))  # x in inches from the left edge, y in token rows
     ax.set_axis_off()
-    ax.set_xlim(-0.05, columns - 0.05)
+    ax.set_xlim(-0.05, width + 0.05)
     ax.set_ylim(-row_height * rows + 1, 1.2)
     for index in range(h):
-        x0, y0 = index % columns, -(index // columns) * row_height - 1.5
+        left, y0 = (index % columns) * (panel + between), -(index // columns) * row_height - 1.5
+        start, end = left + label + gap, left + label + gap + lines  # where the lines begin and end
         colour = HEAD_COLOURS[index % len(HEAD_COLOURS)]
         line_weights = weights[index, query]  # (n,)
-        segments = [[(x0 + 0.32, y0 - query), (x0 + 0.68, y0 - key)] for key in range(n)]
+        segments = [[(start, y0 - query), (end, y0 - key)] for key in range(n)]
         colours = [matplotlib.colors.to_rgba(colour, min(1.0, 0.08 + w)) for w in line_weights]
         ax.add_collection(LineCollection(segments, colors=colours, linewidths=0.3 + 4 * line_weights,
                                          capstyle="butt"))
-        ax.text(x0 + 0.3, y0 - query, tokens[query], ha="right", va="center", fontsize=6.5, color=QUERY_COLOUR)
+        ax.text(start - gap / 2, y0 - query, tokens[query], ha="right", va="center",
+                fontsize=HEAD_VIEW_FONTSIZE, color=QUERY_COLOUR)
         for i, token in enumerate(tokens):
-            ax.text(x0 + 0.7, y0 - i, token, ha="left", va="center", fontsize=6.5)
-        ax.text(x0 + 0.5, y0 + 1.2, titles[index], ha="center", va="center", fontsize=8, color=colour)
+            ax.text(end + gap / 2, y0 - i, token, ha="left", va="center", fontsize=HEAD_VIEW_FONTSIZE)
+        ax.text(left + panel / 2, y0 + 1.2, titles[index], ha="center", va="center", fontsize=8, color=colour)
     return fig
 
 

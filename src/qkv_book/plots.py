@@ -10,6 +10,12 @@ in a notebook the figure shows when it is the cell's value, and nothing is drawn
 Every word a figure draws of its own (axis labels, default titles, legends, the boxes of the
 diagrams) is in the reader's language (:mod:`qkv_book.language`); the titles and labels a
 chapter passes in are drawn as given, and the chapter translates them.
+
+A figure shows as a PNG of :data:`PIXEL_DENSITY` pixels per CSS pixel, with its width in CSS
+pixels in the display metadata, so that it is sharp on high-DPI screens and keeps its size on
+the page (where a click opens the full picture). :func:`with_alt_text` gives a figure its
+description, computed from the numbers it draws: the PNG carries it (an ``iTXt`` chunk named
+:data:`ALT_TEXT_KEY`), and the book's build puts it on the page's ``<img>``.
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ from .language import _  # noqa: E402
 
 CJK_FONT_NAME = "Noto Sans TC"
 WEIGHTS_CMAP = "Blues"  # weights run from 0 (white) to 1 (dark blue)
+PIXEL_DENSITY = 2  # image pixels per CSS pixel (a "2x" picture): sharp on high-DPI screens
+ALT_TEXT_KEY = "qkv:alt"  # the PNG text chunk that carries a figure's description
 
 
 def use_cjk_font() -> str:
@@ -59,25 +67,104 @@ def use_cjk_font() -> str:
     return CJK_FONT_NAME
 
 
-def cropped_png(fig: Figure, pad_inches: float = 0.1) -> bytes:
+def with_alt_text(fig: Figure, alt: str) -> Figure:
+    """Give ``fig`` its description for readers who cannot see it (the ``alt`` of its ``<img>``).
+
+    Write it from the numbers the figure draws, so that it says what this picture shows. The
+    PNG that :func:`figure_png` and :func:`cropped_png` make carries it. Returns ``fig``.
+    """
+    if not isinstance(alt, str) or len(alt.split()) < 5:
+        raise ValueError(f"a figure's alt text describes it in a sentence or more, got {alt!r}")
+    fig.qkv_alt_text = alt
+    return fig
+
+
+def alt_text(png: bytes) -> str | None:
+    """The description a PNG made here carries (see :func:`with_alt_text`), or None."""
+    from PIL import Image
+
+    return Image.open(io.BytesIO(png)).text.get(ALT_TEXT_KEY)
+
+
+def _render(fig: Figure, density: float, pad_inches: float | None = None) -> bytes:
+    """Draw ``fig`` once at ``density`` times its dpi and return the PNG, cropped to its tight
+    bounding box plus ``pad_inches`` unless that is None, with the figure's alt text."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from PIL import Image, PngImagePlugin
+
+    if not density > 0:
+        raise ValueError(f"density must be positive, got {density!r}")
+    own_dpi = fig.dpi
+    fig.set_dpi(own_dpi * density)
+    try:  # everything measured at the drawing's dpi, before the figure gets its own back
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        width, height = canvas.get_width_height()
+        picture = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba()).copy()
+        if pad_inches is not None:
+            x0, y0, x1, y1 = fig.get_tightbbox(canvas.get_renderer()).padded(pad_inches).extents * fig.dpi
+            picture = picture.crop((max(0, math.floor(x0)), max(0, math.floor(height - y1)),  # rows from the top
+                                    min(width, math.ceil(x1)), min(height, math.ceil(height - y0))))
+    finally:
+        fig.set_dpi(own_dpi)
+    picture = with_palette(picture)
+    info = PngImagePlugin.PngInfo()
+    if getattr(fig, "qkv_alt_text", None):
+        info.add_itxt(ALT_TEXT_KEY, fig.qkv_alt_text)
+    buffer = io.BytesIO()
+    picture.save(buffer, format="png", pnginfo=info, optimize=True)
+    return buffer.getvalue()
+
+
+PALETTE_TOLERANCE = 16  # out of 255: the change of a channel that a 256-colour palette may make ...
+PALETTE_OUTLIERS = 1e-4  # ... in all but this fraction of the pixels (a few anti-aliased crossings)
+PHOTO_COLOURS = 2**14  # a picture with more distinct colours than this holds a photograph
+
+
+def with_palette(picture):
+    """An opaque RGBA picture as 256 colours, which makes its PNG about three times smaller.
+
+    A chart or heatmap has few colours beyond its anti-aliased edges: its palette changes no
+    channel by more than :data:`PALETTE_TOLERANCE` in all but :data:`PALETTE_OUTLIERS` of the
+    pixels. A picture that holds a photograph gets its palette with Floyd-Steinberg dithering
+    instead. Anything else, and any picture with transparent pixels, is returned unchanged.
+    """
+    from PIL import Image
+
+    rgba = np.asarray(picture)
+    if picture.mode != "RGBA" or (rgba[..., 3] != 255).any():
+        return picture
+    rgb = picture.convert("RGB")
+    flat = rgb.quantize(256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+    change = np.abs(np.asarray(rgb, dtype=np.int16) - np.asarray(flat.convert("RGB"), dtype=np.int16)).max(axis=-1)
+    if np.mean(change > PALETTE_TOLERANCE) <= PALETTE_OUTLIERS:
+        return flat
+    if rgb.getcolors(PHOTO_COLOURS) is None:  # more colours than a chart has: a photograph
+        return rgb.quantize(256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.FLOYDSTEINBERG)
+    return picture
+
+
+def cropped_png(fig: Figure, pad_inches: float = 0.1, density: float = 1) -> bytes:
     """Render ``fig`` to PNG bytes cropped to its content plus ``pad_inches``, drawing it once.
 
     This is the picture of ``savefig(bbox_inches="tight")`` (what ``%matplotlib inline`` shows),
     without its second drawing: the figure is drawn at its own size, then the pixels outside
-    its tight bounding box (measured on that drawing) are cut away.
+    its tight bounding box (measured on that drawing) are cut away. ``density`` multiplies its
+    pixels per inch (2 for a sharp picture on a high-DPI screen).
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    return _render(fig, density, pad_inches)
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    """``(width, height)`` of a PNG, in pixels."""
     from PIL import Image
 
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()
-    width, height = canvas.get_width_height()
-    x0, y0, x1, y1 = fig.get_tightbbox(canvas.get_renderer()).padded(pad_inches).extents * fig.dpi
-    box = (max(0, math.floor(x0)), max(0, math.floor(height - y1)),  # pixel rows run from the top
-           min(width, math.ceil(x1)), min(height, math.ceil(height - y0)))
-    buffer = io.BytesIO()
-    Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba()).crop(box).save(buffer, format="png")
-    return buffer.getvalue()
+    return Image.open(io.BytesIO(png)).size
+
+
+def for_display(png: bytes) -> tuple[bytes, dict]:
+    """A PNG of :data:`PIXEL_DENSITY` and its display metadata: its width in CSS pixels."""
+    return png, {"width": max(1, round(png_size(png)[0] / PIXEL_DENSITY))}
 
 
 def show_figures_in_ipython() -> bool:
@@ -85,8 +172,8 @@ def show_figures_in_ipython() -> bool:
 
     ``%matplotlib inline`` does this only once pyplot is imported, and this module
     does not use pyplot. The picture is :func:`cropped_png` (what ``%matplotlib inline``
-    shows, drawn once). A PNG format the user has already chosen is kept. Returns
-    whether a shell was found.
+    shows, drawn once) at :data:`PIXEL_DENSITY`, shown at its size in CSS pixels. A PNG
+    format the user has already chosen is kept. Returns whether a shell was found.
     """
     try:
         from IPython import get_ipython
@@ -99,7 +186,7 @@ def show_figures_in_ipython() -> bool:
     try:
         png_formatter.lookup_by_type(Figure)
     except KeyError:
-        png_formatter.for_type(Figure, cropped_png)
+        png_formatter.for_type(Figure, lambda fig: for_display(cropped_png(fig, density=PIXEL_DENSITY)))
     return True
 
 
@@ -115,12 +202,13 @@ def _labels(name: str, labels, count: int, axis: str) -> list[str]:
 
 
 def draw_heatmap(ax, weights, row_labels, col_labels, *, annotate: bool = True, decimals: int = 2,
-                 vmax: float | None = 1.0, cmap: str = WEIGHTS_CMAP):
+                 vmax: float | None = 1.0, cmap: str = WEIGHTS_CMAP, key_rotation: float = 0):
     """Draw a weight matrix ``(n_q, n_k)`` on ``ax``: one row per query, one column per key.
 
     Rows are labelled with the query tokens (left), columns with the key tokens
     (top), and each cell shows its value to ``decimals`` places when ``annotate``.
-    ``vmax=None`` scales the colours to the largest entry instead of 1.
+    ``vmax=None`` scales the colours to the largest entry instead of 1; ``key_rotation`` turns
+    the key labels (90 writes them upwards, for long tokens in narrow columns).
     Returns the image, for a colour bar.
     """
     weights = as_real_array("weights", weights)
@@ -131,7 +219,7 @@ def draw_heatmap(ax, weights, row_labels, col_labels, *, annotate: bool = True, 
     cols = _labels("col_labels", col_labels, n_k, "columns")
     top = weights.max() if vmax is None else vmax
     image = ax.imshow(weights, cmap=cmap, vmin=min(0.0, weights.min()), vmax=top)
-    ax.set_xticks(range(n_k), cols)
+    ax.set_xticks(range(n_k), cols, rotation=key_rotation)
     ax.set_yticks(range(n_q), rows)
     ax.xaxis.tick_top()
     ax.xaxis.set_label_position("top")
@@ -160,17 +248,37 @@ def heatmap(weights, row_labels, col_labels=None, *, title: str | None = None, a
     return fig
 
 
+def text_inches(text: str, fontsize: float) -> float:
+    """The width of ``text`` in inches, set in the figures' font at ``fontsize`` points."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextPath
+
+    return TextPath((0, 0), text, size=fontsize, prop=FontProperties()).get_extents().width / 72
+
+
+CELL_INCHES = 0.45  # the smallest cell of a map whose weights are printed in it (9 pt, 2 decimals)
+
+
 def head_grid(weights, tokens, *, titles=None, columns: int | None = None, annotate: bool = True,
-              size: float = 2.8, dpi: int = 90) -> Figure:
+              size: float | None = None, dpi: int = 90) -> Figure:
     """One heatmap per head, side by side: ``weights`` ``(h, n, n)`` with the same tokens on both axes.
 
-    ``titles`` defaults to ``head 1``, ``head 2``, ... (in the reader's language); ``columns`` to all heads in one row.
+    ``titles`` defaults to ``head 1``, ``head 2``, ... (in the reader's language); ``columns`` to all
+    heads in one row. Each map is ``size`` inches square. By default it is large enough that every
+    cell holds its printed weight (2.8 inches, more for more than 4 tokens), and the key labels
+    turn upwards when a token is wider than its column.
     """
     weights = as_real_array("weights", weights)
     if weights.ndim != 3:
         raise ValueError(f"head_grid needs weights of shape (h, n, n), got {shape_str(weights.shape)}")
-    h = weights.shape[0]
-    titles = [_("head {number}").format(number=i + 1) for i in range(h)] if titles is None else _labels("titles", titles, h, "heads")
+    h, n = weights.shape[0], weights.shape[-1]
+    key_rotation = 0
+    if size is None:
+        size = max(2.8, CELL_INCHES * n + 1.0)  # the cells, and room for the labels
+        if max(text_inches(str(token), 10) for token in tokens) > 0.9 * (size - 1.0) / n:
+            key_rotation = 90
+    titles = ([_("head {number}").format(number=i + 1) for i in range(h)] if titles is None
+              else _labels("titles", titles, h, "heads"))
     columns = h if columns is None else max(1, min(columns, h))
     rows = -(-h // columns)
     fig = Figure(figsize=(size * columns + 0.8, size * rows + 0.3), dpi=dpi, layout="constrained")
@@ -179,7 +287,7 @@ def head_grid(weights, tokens, *, titles=None, columns: int | None = None, annot
         if index >= h:
             ax.set_visible(False)
             continue
-        image = draw_heatmap(ax, weights[index], tokens, tokens, annotate=annotate)
+        image = draw_heatmap(ax, weights[index], tokens, tokens, annotate=annotate, key_rotation=key_rotation)
         ax.set_title(titles[index])
         if index % columns:
             ax.set_ylabel("")
@@ -472,11 +580,10 @@ def _cell_edges(centres: np.ndarray) -> np.ndarray:
     return np.concatenate([[2 * centres[0] - middle[0]], middle, [2 * centres[-1] - middle[-1]]])
 
 
-def figure_png(fig: Figure, dpi: int | None = None) -> bytes:
-    """Render ``fig`` to PNG bytes (no pyplot, no screen)."""
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi)
-    return buffer.getvalue()
+def figure_png(fig: Figure, dpi: int | None = None, density: float = 1) -> bytes:
+    """Render ``fig`` whole to PNG bytes (no pyplot, no screen), at ``dpi`` (the figure's own by
+    default) times ``density``, with its alt text (:func:`with_alt_text`)."""
+    return _render(fig, (fig.dpi if dpi is None else dpi) / fig.dpi * density)
 
 
 class Panel(NamedTuple):
@@ -503,27 +610,43 @@ def draw_blocked(ax, blocked) -> None:
                                hatch="///", linewidth=0, zorder=4))
 
 
-def heatmap_panels(panels: dict, *, size: float = 2.5, dpi: int = 90) -> Figure:
+def heatmap_panels(panels: dict, *, size: float = 2.5, dpi: int = 90, stacked: bool = False) -> Figure:
     """Heatmaps side by side, one per ``{title: Panel}``, each with its own query and key tokens.
 
     Panels may differ in shape (a ``2 x 3`` cross-attention beside a ``3 x 3`` one); widths
     follow the number of keys. Blocked cells are hatched (:func:`draw_blocked`); one colour bar
-    from 0 to 1 serves every panel.
+    from 0 to 1 serves every panel. ``stacked`` puts the panels one below the other instead, their
+    cells the same size and their first keys aligned (a figure narrow enough for a phone's screen,
+    when the panels are a few keys wide): the key label on the top panel, the query label once for
+    all.
     """
     if not panels:
         raise ValueError("heatmap_panels needs at least one panel")
     panels = {title: Panel(*panel) for title, panel in panels.items()}
-    widths = [as_real_array(f"panel {title!r}", p.weights).shape[-1] for title, p in panels.items()]
-    fig = Figure(figsize=(size / 3 * sum(widths) + 0.9 * len(panels) + 0.6, size + 0.4), dpi=dpi,
-                 layout="constrained")
-    axes = fig.subplots(1, len(panels), squeeze=False, width_ratios=widths)[0]
+    shapes = [as_real_array(f"panel {title!r}", p.weights).shape for title, p in panels.items()]
+    widths = [shape[-1] for shape in shapes]
+    if stacked:
+        heights = [shape[0] if len(shape) == 2 else 1 for shape in shapes]
+        cell = size / 3
+        fig = Figure(figsize=(cell * max(widths) + 1.5, cell * sum(heights) + 0.75 * len(panels) + 0.2), dpi=dpi,
+                     layout="constrained")
+        grid = fig.add_gridspec(len(panels), max(widths), height_ratios=heights)
+        axes = [fig.add_subplot(grid[index, :width]) for index, width in enumerate(widths)]
+    else:
+        fig = Figure(figsize=(size / 3 * sum(widths) + 0.9 * len(panels) + 0.6, size + 0.4), dpi=dpi,
+                     layout="constrained")
+        axes = fig.subplots(1, len(panels), squeeze=False, width_ratios=widths)[0]
     for index, (ax, (title, panel)) in enumerate(zip(axes, panels.items())):
         image = draw_heatmap(ax, panel.weights, panel.rows, panel.cols)
         if panel.blocked is not None:
             draw_blocked(ax, panel.blocked)
         ax.set_title(title, fontsize=10)
-        if index:
+        if stacked or index:
             ax.set_ylabel("")
+        if stacked and index:
+            ax.set_xlabel("")
+    if stacked:
+        fig.supylabel(_("query (attending)"), fontsize=10)
     fig.colorbar(image, ax=list(axes), shrink=0.8, label=_("weight"))
     return fig
 

@@ -19,20 +19,29 @@ import numpy as np
 
 from qkv.attention import scaled_dot_product_attention, softmax
 from .language import _
-from .plots import figure_png, weight_bars
+from .plots import PIXEL_DENSITY, figure_png, for_display, png_size, weight_bars, with_alt_text
 
 D_K_CHOICES = tuple(2**i for i in range(11))  # 1, 2, 4, ..., 1024
 
 
 class StaticPicture:
     """For an explorer whose ``picture`` (an ``ipywidgets.Image``) shows its state: the display data
-    carries the live widget for Jupyter and that picture as a PNG for pages without a kernel."""
+    carries the live widget for Jupyter and that picture as a PNG for pages without a kernel.
+
+    The picture has :data:`~qkv_book.plots.PIXEL_DENSITY` pixels per CSS pixel and is shown at its
+    CSS width, in the widget and on the page."""
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
         bundle["text/plain"] = self.describe()
-        bundle["image/png"] = base64.b64encode(self.picture.value).decode("ascii")
-        return bundle
+        png, metadata = for_display(self.picture.value)
+        bundle["image/png"] = base64.b64encode(png).decode("ascii")
+        return bundle, {"image/png": metadata}
+
+    def _show(self, png: bytes) -> None:
+        """Show ``png`` in the widget at its CSS width."""
+        self.picture.value = png
+        self.picture.width = str(round(png_size(png)[0] / PIXEL_DENSITY))
 
 
 class ScalingExplorer(StaticPicture, ipywidgets.VBox):
@@ -85,24 +94,38 @@ class ScalingExplorer(StaticPicture, ipywidgets.VBox):
         return unscaled, scaled[0]
 
     def figure(self):
-        """The current state as a matplotlib figure (two bar charts)."""
+        """The current state as a matplotlib figure (two bar charts), with its alt text."""
         unscaled, scaled = self.weights()
-        labels = [f"k{j + 1}" for j in range(len(unscaled))]
+        n_keys = len(unscaled)
+        labels = [f"k{j + 1}" for j in range(n_keys)]
         spread = float(np.std(self.scores()))
-        return weight_bars(
+        fig = weight_bars(
             {r"softmax$(q\cdot k)$": unscaled, r"softmax$(q\cdot k/\sqrt{d_k})$": scaled},
             labels,
-            suptitle=_("d_k = {d_k}: the raw scores spread by {spread:.1f} (standard deviation)").format(
-                d_k=self.d_k, spread=spread),
+            suptitle=_("$d_k = {d_k}$: these {count} raw scores have standard deviation {spread:.1f} "
+                       "(expected about $\\sqrt{{d_k}}$ = {expected:.3g})").format(
+                d_k=self.d_k, count=n_keys, spread=spread, expected=np.sqrt(self.d_k)),
             dpi=90,
         )
+        return with_alt_text(fig, self.alt_text(unscaled, scaled, spread))
+
+    def alt_text(self, unscaled, scaled, spread) -> str:
+        """What the picture shows, in words: the slider's value and the two panels' largest bars."""
+        def largest(weights):
+            return _("{weight:.2f}, on k{key_number}").format(weight=weights.max(), key_number=int(np.argmax(weights)) + 1)
+
+        return _("The d_k explorer at d_k = {d_k}: a slider for d_k above two bar charts of the weights one "
+                 "query gives {count} keys, k1 to k{count}, whose raw scores have standard deviation {spread:.1f}. "
+                 "Left, the softmax of the raw scores, its largest bar {left}; right, the softmax of the scaled "
+                 "scores, its largest bar {right}.").format(d_k=self.d_k, count=len(unscaled), spread=spread,
+                                                           left=largest(unscaled), right=largest(scaled))
 
     def png(self) -> bytes:
         """The current state as PNG bytes."""
-        return figure_png(self.figure())
+        return figure_png(self.figure(), density=PIXEL_DENSITY)
 
     def _redraw(self, change=None) -> None:
-        self.picture.value = self.png()
+        self._show(self.png())
 
     def describe(self) -> str:
         return f"ScalingExplorer(d_k={self.d_k})"
@@ -191,10 +214,16 @@ class TrainedModelExplorer(StaticPicture, ipywidgets.VBox):
         bar_ax.set_title(_("row of {token!r}: its weight on each key").format(token=tokens[query]), fontsize=9)
         fig.suptitle(_("layer {layer}, head {head}, query {token!r}").format(
             layer=self.layer.value, head=self.head.value, token=tokens[query]), fontsize=10, y=0.99)
-        return fig
+        top = int(np.argmax(weights[query]))
+        return with_alt_text(fig, _(
+            "The trained-model explorer: a heatmap of layer {layer}, head {head}'s weights over the {n} tokens of "
+            "\"{sentence}\", the row of {token!r} (token {query_position}) boxed, and beside it that row as bars, one per "
+            "key token, the tallest on {top_token!r} (token {top}, weight {weight:.2f}).").format(
+            layer=self.layer.value, head=self.head.value, n=n, sentence=self.sentence.value, token=tokens[query],
+            query_position=query, top_token=tokens[top], top=top, weight=weights[query, top]))
 
     def png(self) -> bytes:
-        return figure_png(self.figure())
+        return figure_png(self.figure(), density=PIXEL_DENSITY)
 
     def describe(self) -> str:
         token = self.encoding().tokens[self.token.value]
@@ -222,4 +251,4 @@ class TrainedModelExplorer(StaticPicture, ipywidgets.VBox):
         self._redraw()
 
     def _redraw(self, change=None) -> None:
-        self.picture.value = self.png()
+        self._show(self.png())

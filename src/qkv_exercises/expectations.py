@@ -50,6 +50,7 @@ from .problem_sets.ps8_position_slips import (
     EXPONENT_SIGN,
     FIRST_PAIR_ONLY,
     NOT_REORDERED,
+    POSITIONS_FROM_ONE,
     REORDERED_BY_INVERSE,
     SINES_THEN_COSINES,
     SINE_OF_OFFSET,
@@ -535,11 +536,15 @@ def expect_reordered(values, order, *, name: str, tokens=None) -> Expectation:
 
 
 _ENCODING_SLIPS = (SIN_COS_SWAPPED, SINES_THEN_COSINES, EXPONENT_I_NOT_2I, EXPONENT_SIGN,
-                   DEGREES_NOT_RADIANS)
+                   DEGREES_NOT_RADIANS, POSITIONS_FROM_ONE)
 
 
 def expect_position_angles(position: int, d_model: int) -> Expectation:
-    """The angles ``p w_i`` of position ``position``, ``i = 0 .. d_model/2 - 1``: :func:`qkv.position_angles`."""
+    """The angles ``p w_i`` of position ``position``, ``i = 0 .. d_model/2 - 1``: :func:`qkv.position_angles`.
+
+    A position counted from 1 is named even though its slow pairs' angles, ``(p + 1) w_i``, may fall
+    within the tolerance of the right ones: the fast pairs are off by ``w_i`` itself.
+    """
     expected = position_angles([position], d_model)[0]  # (d_model/2,)
     i = np.arange(d_model // 2)
     return Expectation(
@@ -547,7 +552,8 @@ def expect_position_angles(position: int, d_model: int) -> Expectation:
         shape_help=_("one angle per pair of dimensions (d_model / 2 = {pairs})").format(pairs=d_model // 2),
         labels=([f"i = {k}" for k in i],),
         slip_values=[(EXPONENT_I_NOT_2I, position * 10000.0 ** (-i / d_model)),
-                     (EXPONENT_SIGN, position * 10000.0 ** (2 * i / d_model))],
+                     (EXPONENT_SIGN, position * 10000.0 ** (2 * i / d_model)),
+                     (POSITIONS_FROM_ONE, position_angles([position + 1], d_model)[0])],
         what=_("your answer, a list of {count} angles").format(count=d_model // 2))
 
 

@@ -551,7 +551,18 @@ def explain_kernel_error(call: Call, raised: Raised) -> str | None:
 
 CAUSAL_MASK, MASKED_SOFTMAX = "causal_mask", "masked_softmax"
 MASK_NONFINITE_HINT = N_("0 * (-inf) is NaN: choose the blocked entries with np.where rather than by multiplying "
-                          "with the mask.")
+                        "with the mask.")
+MASK_ALSO_NONFINITE_HINT = N_("(If you multiplied by the mask, 0 * (-inf) is NaN too: choose the blocked entries with "
+                             "np.where.)")
+LARGEST_EXPONENT = float(np.log(np.finfo(float).max))  # e^s overflows to inf above this (about 709.78)
+
+
+def masked_nonfinite_hint(scores) -> str:
+    """Why a masked softmax of ``scores`` came out NaN or infinite, the likelier cause first: an
+    overflowing e^s when some score is too large for it, else 0 * (-inf) from a mask multiplied in."""
+    if np.max(scores) > LARGEST_EXPONENT:
+        return _(OVERFLOW_HINT) + " " + _(MASK_ALSO_NONFINITE_HINT)
+    return _(MASK_NONFINITE_HINT) + " " + _(OVERFLOW_HINT)
 
 
 def judge_boolean(result, label: str, expected: np.ndarray, slip_values, *, reveal: bool, shape_help: str,
@@ -706,7 +717,7 @@ def judge_masked_softmax(call: Call, result, reveal: bool) -> Verdict:
         slip_values = [(slip, masked_softmax_steps(scores, mask, slip).get("A")) for slip in candidates]
     expectation = Expectation(masked_softmax_steps(scores, mask)["A"], CODE_TOLERANCE,
                               shape_help=N_("the shape of the scores"), slip_values=slip_values,
-                              nonfinite_hint=_(MASK_NONFINITE_HINT) + " " + _(OVERFLOW_HINT), what=N_("an array"))
+                              nonfinite_hint=masked_nonfinite_hint(scores), what=N_("an array"))
     return judge_value(result, _(call.label), expectation, reveal=reveal)
 
 

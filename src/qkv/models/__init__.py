@@ -18,7 +18,7 @@ ships the text model); they are imported only when a model is loaded.
 
 from .pooling import mean_pooling, unit_length
 from .encoder import gelu_encoder_layer, run_layers
-from .analysis import head_contribution_norms, head_pattern_scores, pattern_targets
+from .analysis import head_contribution_norms, head_pattern_scores, pattern_targets, value_output_norms
 from .text import Encoding, TextEncoder, embed, encode, load_bert, load_minilm, tokenize
 from .vit import Classification, VisionTransformer, attention_rollout, classify, image_tokens, load_vit_digits
 from .excerpt import TextModelExcerpt, load_minilm_excerpt
@@ -28,7 +28,7 @@ __all__ = [
     "mean_pooling", "unit_length", "gelu_encoder_layer", "run_layers",
     "TextEncoder", "Encoding", "tokenize", "embed", "encode", "load_bert", "load_minilm",
     "VisionTransformer", "Classification", "image_tokens", "classify", "attention_rollout", "load_vit_digits",
-    "pattern_targets", "head_pattern_scores", "head_contribution_norms",
+    "pattern_targets", "head_pattern_scores", "head_contribution_norms", "value_output_norms",
     "TextModelExcerpt", "load_minilm_excerpt",
     "InductionModel", "load_induction_model",
 ]

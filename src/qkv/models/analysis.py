@@ -104,13 +104,43 @@ def head_pattern_scores(weights, tokens, patterns=TEXT_PATTERNS):
     return scores
 
 
+def value_output_norms(X, layer):
+    r"""The length of what each key hands a query per unit of weight, in each head.
+
+    Head :math:`h` turns key :math:`j`'s value into
+    :math:`v^{(h)}_j W_O^{(h)}`, where :math:`W_O^{(h)}` are the rows of
+    :math:`W_O` that multiply head :math:`h`'s output; a query that puts
+    weight :math:`A^{(h)}_{ij}` on the key receives that vector times the
+    weight.
+
+    .. math::
+        \lVert v^{(h)}_j\, W_O^{(h)} \rVert
+
+    Args:
+        X: the tokens the layer's heads read, ``(n, d_model)``.
+        layer: a :class:`qkv.EncoderLayer`.
+
+    Returns:
+        ``(h, n)``: entry ``[h, j]`` is the length for key ``j`` in head ``h``.
+    """
+    attention = layer.self_attention
+    lengths, first_row = [], 0
+    for head in attention.heads:
+        V = linear(X, head.W_V, head.b_V)  # (n, d_v)
+        # (d_v, d_model): the rows of W_O for this head
+        W_O = attention.W_O[first_row:first_row + head.d_v]
+        lengths.append(np.linalg.norm(V @ W_O, axis=-1))  # (n,): |v_j W_O^(h)|
+        first_row += head.d_v
+    return np.stack(lengths)  # (h, n)
+
+
 def head_contribution_norms(X, layer):
     r"""The size of what each head moves from key ``j`` into query ``i``.
 
     Head :math:`h` adds :math:`\sum_j A^{(h)}_{ij}\, v^{(h)}_j W_O^{(h)}` to
-    query :math:`i`, where :math:`W_O^{(h)}` are the rows of :math:`W_O` that
-    multiply head :math:`h`'s output. A map draws only :math:`A^{(h)}_{ij}`;
-    this measures the vector itself (Kobayashi et al., 2020):
+    query :math:`i`. A map draws only :math:`A^{(h)}_{ij}`; this measures the
+    vector itself (Kobayashi et al., 2020), the weight times
+    :func:`value_output_norms`:
 
     .. math::
         N^{(h)}_{ij} = \big\lVert A^{(h)}_{ij}\; v^{(h)}_j\,
@@ -123,13 +153,6 @@ def head_contribution_norms(X, layer):
     Returns:
         ``(norms, weights)``, both ``(h, n, n)``.
     """
-    attention = layer.self_attention
-    _, weights = multi_head_attention(X, *attention)  # (h, n, n)
-    moved, first_row = [], 0
-    for head in attention.heads:
-        V = linear(X, head.W_V, head.b_V)  # (n, d_v)
-        # (d_v, d_model): the rows of W_O for this head
-        W_O = attention.W_O[first_row:first_row + head.d_v]
-        moved.append(np.linalg.norm(V @ W_O, axis=-1))  # (n,): |v_j W_O^(h)|
-        first_row += head.d_v
-    return weights * np.stack(moved)[:, None, :], weights  # (h, n, n)
+    _, weights = multi_head_attention(X, *layer.self_attention)  # (h, n, n)
+    lengths = value_output_norms(X, layer)  # (h, n): one length per key
+    return weights * lengths[:, None, :], weights  # (h, n, n) each

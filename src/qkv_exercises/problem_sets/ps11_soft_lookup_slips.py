@@ -1,8 +1,9 @@
 """Attention as soft lookup: a Gaussian kernel's slips, for problem set 11.
 
 :func:`kernel_steps` gives the distances, exponents, weights, prediction and extended scores of a
-Gaussian kernel with one slip made (the minus sign, the 1/2, sigma not squared, ...), and
-:func:`qkv_exercises.slips.merged` makes slips that give the same value into one.
+Gaussian kernel with one slip made (the minus sign, the 1/2, sigma not squared, the weights
+applied to the keys, ...), and :func:`qkv_exercises.slips.merged` makes slips that give the same
+value into one.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import numpy as np
 from qkv.attention import softmax
 from qkv.lookup import gaussian_as_dot_product, gaussian_kernel_weights, squared_distances
 
-from ..slips import NOT_NORMALISED, SOFTMAX_OVER_COLUMNS, Slip, remembered
+from ..slips import NOT_NORMALISED, SOFTMAX_OVER_COLUMNS, WEIGHTS_APPLIED_TO_K, Slip, remembered
 
 
 MINUS_SIGN_FORGOTTEN = Slip(
@@ -24,6 +25,12 @@ MINUS_SIGN_FORGOTTEN = Slip(
 HALF_FORGOTTEN = Slip(
     "half_forgotten",
     "did you forget the 1/2? The exponent is -|q - k|^2 / (2 sigma^2), with 2 sigma^2 below the line.",
+)
+
+KEY_HALF_FORGOTTEN = Slip(
+    "key_half_forgotten",
+    "did you forget the 1/2 of the key's term? The extended score is (q . k - |k|^2 / 2) / sigma^2: half the "
+    "key's squared length.",
 )
 
 SIGMA_NOT_SQUARED = Slip(
@@ -72,7 +79,7 @@ EXPONENTS_NOT_EXTENDED = Slip(
 
 KERNEL_SLIPS = (MINUS_SIGN_FORGOTTEN, HALF_FORGOTTEN, SIGMA_NOT_SQUARED, DISTANCE_NOT_SQUARED,
                 DIFFERENCES_NOT_SQUARED, DOT_PRODUCT_WEIGHTS, NOT_NORMALISED, SOFTMAX_OVER_COLUMNS, PLAIN_MEAN,
-                NO_SIGMA_SCALE, KEY_TERM_SIGN, EXPONENTS_NOT_EXTENDED)
+                WEIGHTS_APPLIED_TO_K, NO_SIGMA_SCALE, KEY_TERM_SIGN, KEY_HALF_FORGOTTEN, EXPONENTS_NOT_EXTENDED)
 
 
 @remembered
@@ -94,6 +101,8 @@ def kernel_steps(Q, K, V, sigma: float, slip: Slip | None = None) -> dict[str, n
                 "prediction": weights @ V, "extended_scores": Q_tilde @ K_tilde.T / np.sqrt(Q.shape[-1] + 1)}
     if slip == PLAIN_MEAN:
         return {"prediction": np.tile(V.mean(axis=0), (len(Q), 1))}
+    if slip == WEIGHTS_APPLIED_TO_K:
+        return {"prediction": gaussian_kernel_weights(Q, K, sigma) @ K}  # (n_q, d): the keys mixed, not the values
     differences = Q[:, None, :] - K[None, :, :]  # (n_q, n_k, d)
     distances = {DISTANCE_NOT_SQUARED: np.sqrt((differences**2).sum(axis=-1)),
                  DIFFERENCES_NOT_SQUARED: np.abs(differences).sum(axis=-1)}.get(slip, (differences**2).sum(axis=-1))
@@ -101,8 +110,8 @@ def kernel_steps(Q, K, V, sigma: float, slip: Slip | None = None) -> dict[str, n
     exponents = (distances if slip == MINUS_SIGN_FORGOTTEN else -distances) / scale  # (n_q, n_k)
     dot, half_square = Q @ K.T, 0.5 * (K**2).sum(axis=-1)  # (n_q, n_k), (n_k,)
     extended = {NO_SIGMA_SCALE: dot - half_square, KEY_TERM_SIGN: (dot + half_square) / sigma**2,
-                HALF_FORGOTTEN: (dot - 2 * half_square) / sigma**2, EXPONENTS_NOT_EXTENDED: exponents}
-    if slip in (NO_SIGMA_SCALE, KEY_TERM_SIGN, EXPONENTS_NOT_EXTENDED):
+                KEY_HALF_FORGOTTEN: (dot - 2 * half_square) / sigma**2, EXPONENTS_NOT_EXTENDED: exponents}
+    if slip in extended:
         return {"extended_scores": extended[slip]}
     with np.errstate(all="ignore"):
         if slip == DOT_PRODUCT_WEIGHTS:
@@ -113,7 +122,4 @@ def kernel_steps(Q, K, V, sigma: float, slip: Slip | None = None) -> dict[str, n
             weights = softmax(exponents, axis=-2)  # (with one query: every weight 1)
         else:
             weights = softmax(exponents, axis=-1)
-    steps = {"distances": distances, "exponents": exponents, "weights": weights, "prediction": weights @ V}
-    if slip in extended:
-        steps["extended_scores"] = extended[slip]
-    return steps
+    return {"distances": distances, "exponents": exponents, "weights": weights, "prediction": weights @ V}
