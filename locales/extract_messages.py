@@ -16,7 +16,8 @@ with Babel:
   Its catalogues ship in the course package, ``src/qkv_book/locales/``;
 - ``EXERCISES_DIR/messages/qkv_exercises.pot``: what the problem sets' checks say to a student
   (every ``_()``, ``N_()`` and ``ngettext()`` in ``src/qkv_exercises/``, a slip's advice and an
-  option's text included) and the words of the feedback pages (``src/qkv_grading/feedback.py``).
+  option's text included) and what the feedback pages say (every ``_()``, ``N_()``, ``Note()`` and
+  ``PluralNote()`` in ``src/qkv_grading/``: the page's words, the grader's verdicts and notes).
   Its catalogues ship in the course package too, ``src/qkv_exercises/locales/``;
 - ``EXERCISES_DIR/notebooks/<problem set>.pot``: the markdown of each problem set's source
   notebook, block by block (:func:`qkv_grading.translation.markdown_messages`). Its catalogues
@@ -45,6 +46,8 @@ FIXED_DATE = datetime(2026, 1, 1, tzinfo=timezone.utc)  # as SOURCE_DATE_EPOCH=1
 KEYWORDS = {"_": None, "N_": None, "gettext": None, "ngettext": (1, 2)}
 # qkv_exercises: a slip's advice (the second argument of Slip) is a message too
 EXERCISE_KEYWORDS = {**KEYWORDS, "Slip": (2,)}
+# qkv_grading: a note on a submission that the feedback page shows (qkv_grading.notes)
+GRADING_KEYWORDS = {**KEYWORDS, "Note": None, "PluralNote": (1, 2)}
 
 
 def new_catalogue(project: str) -> Catalog:
@@ -103,8 +106,10 @@ def kernel_catalogue() -> Catalog:
 
 def exercises_catalogue() -> Catalog:
     catalogue = new_catalogue("Attention by Hand: the problem sets' checks and feedback")
-    for path in sorted((ROOT / "src" / "qkv_exercises").rglob("*.py")) + [ROOT / "src" / "qkv_grading" / "feedback.py"]:
+    for path in sorted((ROOT / "src" / "qkv_exercises").rglob("*.py")):
         add_python(catalogue, path, keywords=EXERCISE_KEYWORDS)
+    for path in sorted((ROOT / "src" / "qkv_grading").glob("*.py")):
+        add_python(catalogue, path, keywords=GRADING_KEYWORDS)
     return catalogue
 
 

@@ -300,7 +300,7 @@ IMAGES = """async () => {
     return {src: img.currentSrc || img.src || img.outerHTML.slice(0, 120), alt: img.alt,
             naturalWidth: img.naturalWidth, naturalHeight: img.naturalHeight, error,
             shownWidth: img.getBoundingClientRect().width, inFigure: !!img.closest('figure'),
-            link: link ? link.href : ''};
+            figure: img.closest('figure') ? img.closest('figure').id : '', link: link ? link.href : ''};
   }));
 }"""
 

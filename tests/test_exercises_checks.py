@@ -843,3 +843,31 @@ def test_problem_set_12_names_the_width_a_student_took_for_d_k():
         message = ps12.check("head_map").judge(loop_head_map(g, scale_of), g, reveal=False).message
         assert f"Likely slip: {slip.advice}" in message, message
         assert "columns of W_Q divided by num_heads" in message and "(d_model / num_heads)" not in message
+
+
+# ---------------------------------------------------------------- hidden checks in the feedback
+
+
+def hidden_function_checks():
+    from qkv_exercises.problem_sets import get_problem_set, names
+
+    return [(name, check) for name in names() for check in get_problem_set(name).checks
+            if isinstance(check, FunctionCheck) and check.hidden]
+
+
+@pytest.mark.parametrize("name, check", hidden_function_checks(), ids=lambda x: getattr(x, "grade_id", x))
+def test_a_failed_hidden_check_names_the_inputs_it_called_the_function_on(name, check):
+    """What the instructors' page promises of the feedback: a hidden function check that fails says on
+    which inputs it called the student's function (their numbers, or their shapes), drawn for that student."""
+    from qkv_exercises.checks import Returned
+    from qkv_exercises.problem_sets import get_problem_set
+
+    calls = check.calls(get_problem_set(name).givens(0), np.random.default_rng(1))
+    assert calls, f"{name}/{check.grade_id} makes no call"
+    wrong = [Returned(np.full((7, 7, 7), 0.5))] * len(calls)   # no answer of any set has this shape
+    verdict = check.judge(wrong, calls, reveal=False)
+    assert not verdict.passed
+    label = calls[0].label
+    named_with_inputs = re.fullmatch(rf"{check.answer}\((?!\.\.\.\)).+\)", label)  # not the bare "f(...)"
+    assert named_with_inputs, f"{name}/{check.grade_id}: the call is named {label!r}"
+    assert verdict.message.startswith(label), verdict.message

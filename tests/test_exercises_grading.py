@@ -73,26 +73,35 @@ def test_release_prints_every_problem_set_with_its_points(released):
     assert f"Released {len(PROBLEM_SETS)} problem sets" in printed
 
 
+DAVE_LOOP = "O1 = None\nwhile True:  # never ends\n    pass"
+GINA_EXIT = "import os\nos._exit(1)  # ends the process"
+
+
 def broken_class(course) -> dict:
     source = source_notebook(PS2)
     release = read_notebook(course / "release" / PS2 / f"{PS2}.ipynb")
+    erin = with_first_cell(with_answer(with_answer(release, "answer_scores_q1", Q1_SCORES),
+                                       "answer_scaled_scores_q1", Q1_SCALED),
+                           "raise RuntimeError('still trying something out')")
     return {
         "alice": source,
         "bob": with_answer(source, "answer_weights_head1", SLIP_A1),
-        "dave": with_answer(source, "answer_output_head1", "O1 = None\nwhile True:  # never ends\n    pass"),
-        "erin": with_first_cell(with_answer(with_answer(release, "answer_scores_q1", Q1_SCORES),
-                                            "answer_scaled_scores_q1", Q1_SCALED),
-                                "raise RuntimeError('still trying something out')"),
-        "gina": with_answer(source, "answer_output_head1", "import os\nos._exit(1)  # ends the process"),
+        "dave": with_answer(source, "answer_output_head1", DAVE_LOOP),
+        "erin": erin,
+        "gina": with_answer(source, "answer_output_head1", GINA_EXIT),
         # the 繁體中文 edition's notebook, solved as alice's and bob's are
         "hana": translated_notebook(source, COURSE_ROOT, PS2, "zh-TW"),
         "ivan": translated_notebook(with_answer(source, "answer_weights_head1", SLIP_A1), COURSE_ROOT, PS2, "zh-TW"),
+        # the 繁體中文 edition's notebook, broken as dave's, gina's and erin's are
+        "jack": translated_notebook(with_answer(source, "answer_output_head1", DAVE_LOOP), COURSE_ROOT, PS2, "zh-TW"),
+        "kate": translated_notebook(with_answer(source, "answer_output_head1", GINA_EXIT), COURSE_ROOT, PS2, "zh-TW"),
+        "lena": translated_notebook(erin, COURSE_ROOT, PS2, "zh-TW"),
     }
 
 
 FULL = points(source_notebook(PS2))  # every point of ps2; a slip costs its cell, an ended process the cells after it too
 EXPECTED = {"alice": FULL, "bob": FULL - 1, "carol": 0, "dave": FULL - 1, "erin": 2, "gina": FULL - 2,
-            "hana": FULL, "ivan": FULL - 1}
+            "hana": FULL, "ivan": FULL - 1, "jack": FULL - 1, "kate": FULL - 2, "lena": 2}
 
 
 @pytest.fixture(scope="module")
@@ -123,6 +132,11 @@ def test_broken_submissions_are_graded_and_reported(broken_batch):
     ("erin", "code cell 1 (added by the student) raised RuntimeError: still trying something out"),
     ("gina", "the notebook's process ended (exit code 1) in cell answer_output_head1; the checks after it were "
              "not reached"),
+    # the 繁體中文 edition's: the instructor's console says the same, in English
+    ("jack", "cell answer_output_head1 ran past the time limit of 3 s per cell and was stopped"),
+    ("kate", "the notebook's process ended (exit code 1) in cell answer_output_head1; the checks after it were "
+             "not reached"),
+    ("lena", "code cell 1 (added by the student) raised RuntimeError: still trying something out"),
 ])
 def test_each_broken_submission_is_reported_with_its_reason(broken_batch, student, report):
     _, result, _ = broken_batch
@@ -138,7 +152,7 @@ def test_progress_is_shown_for_every_submission(broken_batch):
 
 def test_feedback_is_written_for_every_graded_notebook(broken_batch):
     course, _, _ = broken_batch
-    for student in ("alice", "bob", "dave", "erin", "gina", "hana", "ivan"):
+    for student in ("alice", "bob", "dave", "erin", "gina", "hana", "ivan", "jack", "kate", "lena"):
         assert (course / "feedback" / student / PS2 / f"{PS2}.html").is_file(), student
         assert (course / "autograded" / student / PS2 / f"{PS2}.ipynb").is_file(), student
     assert not (course / "feedback" / "carol" / PS2).exists()
@@ -158,6 +172,35 @@ def test_a_chinese_notebook_gets_the_same_marks_and_its_feedback_in_chinese(brok
     marks = {student: re.findall(r'<td class="(passed|failed)">([\d.]+ / [\d.]+)</td>', pages[student])
              for student in pages}
     assert marks["ivan"] == marks["bob"] and marks["bob"], marks
+
+
+@pytest.mark.parametrize("student, cell, twin, english_note", [
+    ("jack", "answer_output_head1", "dave", "ran past the time limit of 3 s per cell and was stopped"),
+    ("kate", "answer_output_head1", "gina", "the checks after it were not reached"),
+    ("lena", None, "erin", "(added by the student) raised RuntimeError"),
+])
+def test_a_chinese_notebook_that_loops_ends_or_raises_reads_why_in_chinese(broken_batch, student, cell, twin,
+                                                                           english_note):
+    """jack, kate and lena hand in the zh-TW edition's notebook, broken as dave's, gina's and erin's: the
+    same points, and a feedback page whose notes and verdicts (a cell stopped at the time limit, a process
+    that ended, the checks not reached or whose answers were never defined) speak Chinese."""
+    import html
+
+    from .test_exercises_messages_zh_tw import english_runs
+
+    course, _, _ = broken_batch
+    pages = {s: (course / "feedback" / s / PS2 / f"{PS2}.html").read_text(encoding="utf-8") for s in (student, twin)}
+    texts = [html.unescape(t) for t in re.findall(r"<li>(.*?)</li>", pages[student], re.S)
+             + re.findall(r'<td class="failed">[^<]*</td><td><pre>(.*?)</pre></td>', pages[student], re.S)]
+    assert len(texts) >= 2, pages[student]
+    english = [f"{runs}: {text}" for text in texts if (runs := english_runs(text))]
+    assert not english, f"{student}: English on the zh-TW feedback page:\n" + "\n".join(english)
+    assert all(re.search("[\u4e00-\u9fff]", text) for text in texts), texts
+    if cell is not None:
+        assert f"儲存格 {cell}" in pages[student], "the notes name the cell the notebook stopped in"
+    assert english_note in pages[twin] and english_note not in pages[student], "the English twin's page says it"
+    marks = {s: re.findall(r'<td class="(passed|failed)">([\d.]+ / [\d.]+)</td>', pages[s]) for s in pages}
+    assert marks[student] == marks[twin] and marks[twin], marks
 
 
 def test_feedback_loads_nothing_from_another_host(broken_batch):
@@ -357,8 +400,9 @@ def test_a_killed_run_keeps_its_grades_and_the_next_run_finishes(released, tmp_p
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     done = []
     for line in process.stdout:
-        if re.search(r"\[\d+/\d+\] ps2_scaled_dot_product  k-\w+: \d", line):
-            done.append(line.split()[2].rstrip(":"))
+        graded = re.search(r"\[ *\d+/\d+\] ps2_scaled_dot_product  (k-\w+): \d", line)  # [ 9/10] from 10 on
+        if graded:
+            done.append(graded.group(1))
             if len(done) == 2:
                 process.send_signal(signal.SIGKILL)
                 break

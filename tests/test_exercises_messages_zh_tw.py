@@ -120,3 +120,105 @@ def test_no_message_of_a_problem_set_speaks_english_in_zh_tw(problem_set):
         said = messages_of(problem_set)
     english = [f"{what}: {runs}\n    {message}" for what, message in said if (runs := english_runs(message))]
     assert not english, f"{problem_set}: {len(english)} messages in English:\n" + "\n".join(english[:40])
+
+
+# ---------------------------------------------------------------- the grader's own words on a feedback page
+#
+# A zh-TW submission that stops early, leaves its answers undefined or runs past its time limit is
+# judged from its run record (as the sandbox would hand it back) and its feedback page written: the
+# verdicts and notes the student reads there speak Chinese, while each note stays English for the
+# instructor's console.
+
+
+def _plan_and_cells():
+    from qkv_grading import jobs
+
+    from .exercise_support import SOURCE
+    from .grading_support import PS2
+
+    plan = jobs.plan(SOURCE / PS2, get_problem_set(PS2))
+    cells, _ = jobs.arrange(plan, None)
+    jobs.build_job(plan, cells, "hana", "k" * 64)  # numbers every cell the sandbox runs
+    return plan, cells
+
+
+def _graded_in_chinese(case: str):
+    """``(graded, page)`` of a zh-TW submission whose run went as ``case`` says."""
+    from qkv_grading import feedback, judging
+    from qkv_grading.run_record import CellRecord, RunRecord
+    from qkv_grading.sandbox import Limits
+
+    plan, cells = _plan_and_cells()
+    ran = [c for c in cells if c.job_id is not None]
+    answer = next(c for c in ran if c.kind == "answer")  # the first answer cell: every check comes after it
+    before = [CellRecord(c.job_id, answer="missing" if c.kind == "test" else "none")
+              for c in ran if c.job_id < answer.job_id]
+    if case == "stops early":  # the process ends in the first answer cell
+        record = RunRecord("ended", tuple(before), in_cell=answer.job_id, exit_code=1)
+    elif case == "leaves its answers undefined":  # every check finds its name undefined
+        record = RunRecord("finished", tuple(CellRecord(c.job_id, answer="missing" if c.kind == "test" else "none")
+                                             for c in ran))
+    elif case == "hands back what no answer encodes":  # data the sandbox's encoder never writes
+        record = RunRecord("finished", tuple(CellRecord(c.job_id, answer="value", value={"t": "bogus"})
+                                             if c.kind == "test" else CellRecord(c.job_id) for c in ran))
+    else:  # "times out": the first answer cell loops until the limit
+        record = RunRecord("timed_out", (*before, CellRecord(answer.job_id, timed_out=True)), in_cell=answer.job_id)
+    graded = judging.judge(plan, "hana", "k" * 64, cells, record, Limits(notebook_seconds=30, cell_seconds=5),
+                           notebook_language="zh-TW")
+    return graded, feedback.feedback_html(plan, graded), answer
+
+
+def _page_text(page: str) -> list[str]:
+    """The texts of a feedback page's notes and its table of checks, unescaped."""
+    import html
+
+    notes = re.findall(r"<li>(.*?)</li>", page, re.S)
+    checks = re.findall(r"<td><pre>(.*?)</pre></td>", page, re.S)
+    return [html.unescape(text) for text in notes + checks]
+
+
+@pytest.mark.parametrize("case, console", [
+    ("stops early", "the notebook's process ended (exit code 1) in cell {cell}; the checks after it were not "
+                    "reached"),
+    ("leaves its answers undefined", None),
+    ("hands back what no answer encodes", None),
+    ("times out", "cell {cell} ran past the time limit of 5 s per cell and was stopped"),
+])
+def test_the_graders_verdicts_and_notes_on_a_chinese_feedback_page_speak_chinese(case, console):
+    graded, page, answer = _graded_in_chinese(case)
+    texts = _page_text(page)
+    assert len(texts) >= len(graded.checks) > 0 and not any(c.passed for c in graded.checks.values())
+    english = [f"{runs}: {text}" for text in texts if (runs := english_runs(text))]
+    assert not english, f"{case}: English on the zh-TW feedback page:\n" + "\n".join(english)
+    assert all(re.search(f"[{_CJK}]", text) for text in texts), texts
+    if console is not None:  # the instructor's console reads the same note in English
+        assert console.format(cell=answer.grade_id) in graded.notes, graded.notes
+        assert f"儲存格 {answer.grade_id}" in page, "the note names the cell the notebook stopped in"
+
+
+@pytest.mark.parametrize("case, words", [
+    ("stops early", "未檢查"),  # not checked
+    ("leaves its answers undefined", "沒有定義"),  # not defined
+    ("hands back what no answer encodes", "無法讀成答案"),  # cannot be read as an answer
+    ("times out", "時間限制"),  # time limit
+])
+def test_each_way_of_not_being_judged_says_why_in_chinese(case, words):
+    graded, _, _ = _graded_in_chinese(case)
+    messages = [c.message for c in graded.checks.values()]
+    assert all(words in message for message in messages), messages
+    checked = {check.grade_id: check.answer for check in get_problem_set(graded.problem_set).checks}
+    for grade_id, result in graded.checks.items():
+        assert checked[grade_id] in result.message or case in ("stops early", "times out"), result.message
+
+
+def test_an_english_submission_keeps_the_graders_english():
+    from qkv_grading import feedback, judging
+    from qkv_grading.run_record import RunRecord
+    from qkv_grading.sandbox import Limits
+
+    plan, cells = _plan_and_cells()
+    graded = judging.judge(plan, "bob", "k" * 64, cells, RunRecord("ended", (), in_cell=0, exit_code=1), Limits())
+    page = feedback.feedback_html(plan, graded)
+    assert "Not checked: the notebook stopped before this check (the notebook&#x27;s process ended (exit code 1)" \
+        in page, page[:3000]
+    assert not re.search(f"[{_CJK}]", "".join(_page_text(page)))

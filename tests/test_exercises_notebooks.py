@@ -103,6 +103,31 @@ def test_the_notebook_opens_with_its_story_then_the_student_id_then_the_set_up(p
     assert f'ps = start("{ps}", STUDENT_ID, PRACTICE, LANGUAGE)' in cell_source(setup)
 
 
+PART = re.compile(r"\*\*[a-z]\.\*\*")
+BY_ROOT_2 = re.compile(r"/\s*\\sqrt\s*\{?2\b")
+BY_ROOT_D_K = re.compile(r"/\s*\\sqrt\{d_k\}")
+D_K_IS_2 = re.compile(r"d_k\s*=\s*2\b")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.parent.name)
+def test_a_part_that_divides_by_the_root_of_2_gives_it(path):
+    """The Exercises page promises that where d_k has no whole square root the notebook gives
+    sqrt 2 = 1.414214: every part that divides by sqrt 2, or by sqrt(d_k) in a section where d_k = 2,
+    says so itself, for a student working it by hand."""
+    section_d_k_is_2, missing = False, []
+    for cell in read_notebook(path)["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        text = cell_source(cell)
+        if text.startswith("#"):
+            section_d_k_is_2 = False
+        section_d_k_is_2 = section_d_k_is_2 or bool(D_K_IS_2.search(text))
+        divides = BY_ROOT_2.search(text) or (BY_ROOT_D_K.search(text) and section_d_k_is_2)
+        if PART.match(text) and divides and "1.414214" not in text:
+            missing.append(text[:80])
+    assert not missing, f"{path.parent.name}: parts that divide by sqrt 2 without giving 1.414214: {missing}"
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.parent.name)
 def test_no_cell_imports_qkv_and_given_cells_only_read_givens_and_show_them(path):
     """The answers are computed from the givens with numpy; qkv is not there when the notebook is graded."""

@@ -285,6 +285,26 @@ def test_heatmap_panels_draw_each_panel_with_its_own_tokens_and_hatch_the_blocke
         qkv_book.plots.heatmap_panels({})
 
 
+def test_stacked_heatmap_panels_put_each_step_below_the_last_with_cells_of_one_size():
+    """The decoding chapter's steps, 1 x 1, 1 x 2 and 1 x 3, one below the other: their first keys
+    aligned, every cell the same size, and the figure no wider than a phone's column (360 px)."""
+    Panel = qkv_book.plots.Panel
+    tokens = ["外送", "晚到", "補償"]
+    fig = qkv_book.plots.heatmap_panels({f"step {t}": Panel(np.full((1, t), 1 / t), [tokens[t - 1]], tokens[:t])
+                                         for t in (1, 2, 3)}, stacked=True)
+    fig.draw_without_rendering()  # the constrained layout places the axes
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in panels] == ["step 1", "step 2", "step 3"]
+    boxes = [ax.get_position(original=False) for ax in panels]  # as drawn, each cell square
+    assert boxes[0].y0 > boxes[1].y1 and boxes[1].y0 > boxes[2].y1, "each step below the one before"
+    assert boxes[0].x0 == pytest.approx(boxes[1].x0) == pytest.approx(boxes[2].x0)
+    cells = [(box.width / n, box.height) for box, n in zip(boxes, (1, 2, 3))]
+    for width, height in cells[1:]:
+        assert (width, height) == (pytest.approx(cells[0][0], rel=0.05), pytest.approx(cells[0][1], rel=0.05))
+    assert fig.get_size_inches()[0] * fig.dpi <= 360
+    assert [ax.get_xlabel() != "" for ax in panels] == [True, False, False], "the key label once, on top"
+
+
 def test_draw_blocked_needs_a_matrix():
     with pytest.raises(ValueError, match=r"blocked must be a matrix \(n_q, n_k\), got shape \(3,\)"):
         qkv_book.plots.draw_blocked(Figure().add_subplot(), np.ones(3, dtype=bool))

@@ -636,6 +636,45 @@ def test_every_figure_is_sharp_on_a_high_dpi_screen_and_opens_at_full_size(visit
     assert not problems, report(docname, problems)
 
 
+# Figures drawn to be read on a phone as they are: at 390 px each is shown at READABLE of its size or
+# more (its picture is a "2x" one: half its pixels are its size), so that its numbers and tokens keep
+# the size they have at 1280 px. The decoding chapter's three steps, side by side, were shrunk to
+# less than half on a phone; stacked, they fit.
+PHONE_FIGURES = {"book/decoding": ["fig-decoding-steps"]}
+READABLE = 0.85
+
+
+def shown_scales(images: list[dict], figures: list[str]) -> dict[str, float]:
+    """How much of its size the picture of each figure of ``figures`` is shown at (1: its full size)."""
+    scales = {image["figure"]: image["shownWidth"] / (image["naturalWidth"] / 2) for image in images
+              if image["figure"] in figures and image["naturalWidth"]}
+    assert set(scales) == set(figures), f"figures not found on the page: {set(figures) - set(scales)}"
+    return scales
+
+
+@pytest.mark.parametrize("docname", sorted(PHONE_FIGURES))
+def test_a_figure_drawn_for_a_phone_keeps_its_size_there_in_both_editions(phone_visits, chinese_visits, visits,
+                                                                            docname):
+    figures = PHONE_FIGURES[docname]
+    problems = []
+    for where, page in ((f"{docname} at 390 px", phone_visits(docname)),
+                        (f"zh-TW/{docname} at 390 px", chinese_visits(docname, phone=True)),
+                        (f"{docname} at 1280 px", visits(docname)),
+                        (f"zh-TW/{docname} at 1280 px", chinese_visits(docname))):
+        problems += [f"{where}: {figure} is shown at {scale:.0%} of its size" for figure, scale in
+                     shown_scales(page.images, figures).items() if scale < READABLE]
+    assert not problems, report(docname, problems)
+
+
+def test_a_figure_shrunk_on_a_phone_would_be_reported():
+    images = [{"figure": "fig-wide", "naturalWidth": 1494, "shownWidth": 342},  # 747 px drawn in 342
+              {"figure": "fig-narrow", "naturalWidth": 720, "shownWidth": 342}]
+    scales = shown_scales(images, ["fig-wide", "fig-narrow"])
+    assert scales["fig-wide"] < READABLE <= scales["fig-narrow"]
+    with pytest.raises(AssertionError, match="fig-missing"):
+        shown_scales(images, ["fig-missing"])
+
+
 @pytest.mark.parametrize("docname", PAGES)
 def test_every_picture_has_alt_text_and_a_caption(visits, docname):
     problems = figure_problems(visits(docname).figures)

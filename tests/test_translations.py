@@ -9,6 +9,7 @@ and by ``tests/test_book_editions.py``.
 from __future__ import annotations
 
 import csv
+import functools
 import re
 import sys
 from collections import Counter
@@ -239,11 +240,25 @@ def english_words(text: str) -> str:
     return text.lower()
 
 
-def uses_term(text: str, english: str) -> bool:
+def term_pattern(english: str) -> str:
     stem = re.escape(english.lower())
     plural = {"y": stem[:-1] + "ies", "x": stem[:-1] + "ces"}.get(english[-1], "")
-    return re.search(rf"(?<![\w-])(?:{stem}(?:s|es)?{'|' + plural if plural else ''})(?![\w-])",
-                     english_words(text)) is not None
+    return rf"(?<![\w-])(?:{stem}(?:s|es)?{'|' + plural if plural else ''})(?![\w-])"
+
+
+def uses_term(text: str, english: str, longer=()) -> bool:
+    """Whether ``text`` uses the term ``english`` outside the ``longer`` terms that contain it (the
+    "code" of "exit code" is that term's)."""
+    words = english_words(text)
+    for other in longer:
+        words = re.sub(term_pattern(other), " ", words)
+    return re.search(term_pattern(english), words) is not None
+
+
+@functools.lru_cache(maxsize=None)
+def longer_terms(english: str) -> tuple[str, ...]:
+    """The terms of the table that contain ``english`` as a word ("exit code" for "code")."""
+    return tuple(t["english"] for t in TERMS if t["english"] != english and uses_term(t["english"], english))
 
 
 @pytest.mark.parametrize("path", CATALOGUES, ids=catalogue_name)
@@ -256,7 +271,8 @@ def test_every_term_has_its_one_translation(path):
         if source == target:
             continue
         for term in TERMS:
-            if not uses_term(source, term["english"]):
+            english = term["english"]
+            if not (uses_term(source, english) and uses_term(source, english, longer_terms(english))):
                 continue
             wanted = term["zh_TW"].split("|")
             avoided = [word for word in (term.get("avoid") or "").split(",") if word]
@@ -280,6 +296,8 @@ def test_the_term_check_sees_plurals_and_not_code():
     assert not uses_term("$K$ and `key_mask`", "key")
     assert not uses_term("when ``mask`` is not boolean (a docstring's literal)", "mask")
     assert not uses_term("one of :data:`HEAD_PATTERNS`", "data")
+    assert not uses_term("the process ended (exit code 1)", "code", longer_terms("code"))
+    assert uses_term("the process ended (exit code 1) in code cell 2", "code", longer_terms("code"))
 
 
 def extract_messages():

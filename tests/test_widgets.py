@@ -84,3 +84,25 @@ def test_slider_adds_dimensions_to_the_same_vectors():
 def test_bad_settings_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         qkv_book.widgets.ScalingExplorer(**kwargs)
+
+
+@pytest.mark.parametrize("n_keys", [5, 6])
+def test_the_title_and_the_alt_text_count_the_keys_the_picture_draws(n_keys):
+    """The title says how many raw scores its spread is measured on and what it is expected to be; the
+    alt text names as many keys as there are bars, and each panel's largest bar."""
+    explorer = qkv_book.widgets.ScalingExplorer(d_k=64, n_keys=n_keys)
+    fig = explorer.figure()
+    names = [f"k{j + 1}" for j in range(n_keys)]
+    panels = [ax for ax in fig.axes if ax.patches]
+    assert len(panels) == 2
+    for ax in panels:
+        assert [t.get_text() for t in ax.get_xticklabels()] == names
+        assert len(ax.patches) == n_keys
+    scores = explorer.scores()
+    title = fig.get_suptitle()
+    assert f"these {n_keys} raw scores have standard deviation {np.std(scores):.1f}" in title, title
+    assert "= 8" in title, title  # sqrt(64)
+    alt = qkv_book.plots.alt_text(explorer.png())
+    assert f"{n_keys} keys, k1 to k{n_keys}," in alt, alt
+    for weights in (softmax_by_hand(scores), softmax_by_hand(scores / 8)):
+        assert f"{weights.max():.2f}, on k{int(np.argmax(weights)) + 1}" in alt, alt

@@ -610,27 +610,43 @@ def draw_blocked(ax, blocked) -> None:
                                hatch="///", linewidth=0, zorder=4))
 
 
-def heatmap_panels(panels: dict, *, size: float = 2.5, dpi: int = 90) -> Figure:
+def heatmap_panels(panels: dict, *, size: float = 2.5, dpi: int = 90, stacked: bool = False) -> Figure:
     """Heatmaps side by side, one per ``{title: Panel}``, each with its own query and key tokens.
 
     Panels may differ in shape (a ``2 x 3`` cross-attention beside a ``3 x 3`` one); widths
     follow the number of keys. Blocked cells are hatched (:func:`draw_blocked`); one colour bar
-    from 0 to 1 serves every panel.
+    from 0 to 1 serves every panel. ``stacked`` puts the panels one below the other instead, their
+    cells the same size and their first keys aligned (a figure narrow enough for a phone's screen,
+    when the panels are a few keys wide): the key label on the top panel, the query label once for
+    all.
     """
     if not panels:
         raise ValueError("heatmap_panels needs at least one panel")
     panels = {title: Panel(*panel) for title, panel in panels.items()}
-    widths = [as_real_array(f"panel {title!r}", p.weights).shape[-1] for title, p in panels.items()]
-    fig = Figure(figsize=(size / 3 * sum(widths) + 0.9 * len(panels) + 0.6, size + 0.4), dpi=dpi,
-                 layout="constrained")
-    axes = fig.subplots(1, len(panels), squeeze=False, width_ratios=widths)[0]
+    shapes = [as_real_array(f"panel {title!r}", p.weights).shape for title, p in panels.items()]
+    widths = [shape[-1] for shape in shapes]
+    if stacked:
+        heights = [shape[0] if len(shape) == 2 else 1 for shape in shapes]
+        cell = size / 3
+        fig = Figure(figsize=(cell * max(widths) + 1.5, cell * sum(heights) + 0.75 * len(panels) + 0.2), dpi=dpi,
+                     layout="constrained")
+        grid = fig.add_gridspec(len(panels), max(widths), height_ratios=heights)
+        axes = [fig.add_subplot(grid[index, :width]) for index, width in enumerate(widths)]
+    else:
+        fig = Figure(figsize=(size / 3 * sum(widths) + 0.9 * len(panels) + 0.6, size + 0.4), dpi=dpi,
+                     layout="constrained")
+        axes = fig.subplots(1, len(panels), squeeze=False, width_ratios=widths)[0]
     for index, (ax, (title, panel)) in enumerate(zip(axes, panels.items())):
         image = draw_heatmap(ax, panel.weights, panel.rows, panel.cols)
         if panel.blocked is not None:
             draw_blocked(ax, panel.blocked)
         ax.set_title(title, fontsize=10)
-        if index:
+        if stacked or index:
             ax.set_ylabel("")
+        if stacked and index:
+            ax.set_xlabel("")
+    if stacked:
+        fig.supylabel(_("query (attending)"), fontsize=10)
     fig.colorbar(image, ax=list(axes), shrink=0.8, label=_("weight"))
     return fig
 

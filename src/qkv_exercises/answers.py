@@ -147,8 +147,21 @@ def _other(value, reason: str = ""):
     return {"t": "other", "type": type(value).__name__, "repr": text}
 
 
+def N_(message: str) -> str:
+    """Mark a message for the catalogue (this module runs in the sandbox, without the course's translations)."""
+    return message
+
+
 class MalformedAnswer(ValueError):
-    """Data that :func:`encode` would never produce: the grader reports it and scores nothing from it."""
+    """Data that :func:`encode` would never produce: the grader reports it and scores nothing from it.
+
+    ``message`` (marked with :func:`N_`) names its fields, ``fields`` fills them: ``str()`` is the
+    English, and the grader shows the message in the student's language.
+    """
+
+    def __init__(self, message: str, **fields):
+        super().__init__(message.format(**fields))
+        self.message, self.fields = message, fields
 
 
 def decode(data, *, records=None, _depth: int = 0):
@@ -158,7 +171,7 @@ def decode(data, *, records=None, _depth: int = 0):
     ``{"Head": qkv.Head}``); without one, a record becomes a named tuple of that name.
     """
     if _depth > MAX_DEPTH + 1 or not isinstance(data, dict) or not isinstance(data.get("t"), str):
-        raise MalformedAnswer("not an encoded answer")
+        raise MalformedAnswer(N_("not an encoded answer"))
     tag = data["t"]
     inner = lambda v: decode(v, records=records, _depth=_depth + 1)  # noqa: E731
     if tag == "none":
@@ -178,23 +191,23 @@ def decode(data, *, records=None, _depth: int = 0):
     if tag in ("list", "tuple"):
         items = _field(data, "v", list)
         if len(items) > MAX_ITEMS:
-            raise MalformedAnswer("too many items")
+            raise MalformedAnswer(N_("too many items"))
         decoded = [inner(v) for v in items]
         return decoded if tag == "list" else tuple(decoded)
     if tag == "record":
         name, fields, items = _field(data, "name", str), _field(data, "fields", list), _field(data, "v", list)
         if len(fields) != len(items) or not all(isinstance(f, str) and f.isidentifier() for f in fields):
-            raise MalformedAnswer("a record's fields do not match its values")
+            raise MalformedAnswer(N_("a record's fields do not match its values"))
         values = [inner(v) for v in items]
         if records and name in records:
             return records[name](*values)
         if not name.isidentifier():
-            raise MalformedAnswer("a record's name is not an identifier")
+            raise MalformedAnswer(N_("a record's name is not an identifier"))
         return collections.namedtuple(name, fields)(*values)
     if tag == "dict":
         pairs = _field(data, "v", list)
         if len(pairs) > MAX_ITEMS or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
-            raise MalformedAnswer("a dict's items are not pairs")
+            raise MalformedAnswer(N_("a dict's items are not pairs"))
         result = {}
         for k, v in pairs:
             key = inner(k)
@@ -204,43 +217,43 @@ def decode(data, *, records=None, _depth: int = 0):
         return Unreadable("function", f"<function {str(_field(data, 'name', str))[:100]}>")
     if tag == "other":
         return Unreadable(str(_field(data, "type", str))[:100], str(_field(data, "repr", str))[:MAX_TEXT])
-    raise MalformedAnswer(f"unknown tag {tag[:20]!r}")
+    raise MalformedAnswer(N_("unknown tag {tag}"), tag=repr(tag[:20]))
 
 
 def _field(data: dict, key: str, kind: type):
     value = data.get(key)
     if kind is int and isinstance(value, bool) or not isinstance(value, kind):
-        raise MalformedAnswer(f"field {key!r} is not a {kind.__name__}")
+        raise MalformedAnswer(N_("field {field} is not a {kind}"), field=repr(key), kind=kind.__name__)
     return value
 
 
 def _checked_number(v) -> float | int:
     if isinstance(v, bool) or not isinstance(v, (int, float, str)):
-        raise MalformedAnswer("a number is not a number")
+        raise MalformedAnswer(N_("a number is not a number"))
     if isinstance(v, str):
         if v not in ("nan", "inf", "-inf"):
-            raise MalformedAnswer("a number is not a number")
+            raise MalformedAnswer(N_("a number is not a number"))
         return _float(v)
     if isinstance(v, int) and not -(1 << 63) <= v < (1 << 63):  # beyond int64: a float, if one can hold it
         try:
             return float(v)
         except OverflowError:
-            raise MalformedAnswer("a number is too large for any number type") from None
+            raise MalformedAnswer(N_("a number is too large for any number type")) from None
     return v
 
 
 def _decode_array(data: dict) -> np.ndarray:
     shape, values, dtype = _field(data, "shape", list), _field(data, "v", list), _field(data, "dtype", str)
     if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape) or len(shape) > MAX_DEPTH:
-        raise MalformedAnswer("an array's shape is not a list of sizes")
+        raise MalformedAnswer(N_("an array's shape is not a list of sizes"))
     if math.prod(shape) != len(values) or len(values) > MAX_ENTRIES:
-        raise MalformedAnswer("an array's shape does not match its entries")
+        raise MalformedAnswer(N_("an array's shape does not match its entries"))
     if dtype == "bool":
         if not all(isinstance(v, bool) for v in values):
-            raise MalformedAnswer("a boolean array holds something else")
+            raise MalformedAnswer(N_("a boolean array holds something else"))
         return np.array(values, dtype=bool).reshape(shape)
     if dtype not in ("int", "float"):
-        raise MalformedAnswer("unknown array dtype")
+        raise MalformedAnswer(N_("unknown array dtype"))
     numbers = [_checked_number(v) for v in values]
     if dtype == "int" and all(isinstance(v, int) for v in numbers):
         return np.array(numbers, dtype=np.int64).reshape(shape) if numbers else np.zeros(shape, dtype=np.int64)

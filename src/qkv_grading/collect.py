@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .jobs import MAX_NOTEBOOK_BYTES
+from .notes import Note
 from .platforms import PATTERNS_SHOWN, PLATFORM_NAME, read_upload
 
 Printer = Callable[[str], None]
@@ -279,8 +280,8 @@ def _from_folder(course_root: Path, student: str, folder: Path, problem_set: str
         sub.notes.append(f"{name} is larger than {MAX_NOTEBOOK_BYTES >> 20} MB")
         return sub
     if others:
-        sub.notes.append(f"other files handed in were not used: {', '.join(shown_name(o) for o in others[:5])}"
-                         + (" ..." if len(others) > 5 else ""))
+        sub.notes.append(Note("other files handed in were not used: {files}",
+                              files=", ".join(shown_name(o) for o in others[:5]) + (" ..." if len(others) > 5 else "")))
     stamp = _read_regular(folder / "timestamp.txt", 100)
     sub.timestamp = _timestamp(stamp[0] if stamp else None) or nbgrader_time(
         datetime.datetime.fromtimestamp(status.st_mtime, datetime.timezone.utc))
@@ -352,15 +353,15 @@ def collect_zip(course_root: Path, archive: Path, problem_sets: list[str], wante
             sub = Submission(user, problem_set, platform_name=name, timestamp=_zip_time(info))
             names[user] = name
             if len(uploads) > 1:
-                sub.notes.append(f"{len(uploads)} uploads in the download ({', '.join(u[1] for u in uploads[:6])}); "
-                                 f"graded the latest, {base}")
+                sub.notes.append(Note("{count} uploads in the download ({files}); graded the latest, {latest}",
+                                      count=len(uploads), files=", ".join(u[1] for u in uploads[:6]), latest=base))
                 out(f"  {user} ({name}): {sub.notes[-1]}")
             others = sorted({unicodedata.normalize("NFC", u[3].name) for u in uploads} - {name})
             if others:
                 sub.notes.append(f"the platform names user {user} also {', '.join(map(repr, others))}; "
                                  f"graded with the numbers of {name!r}, the name of the latest upload")
             if upload.late:
-                sub.notes.append("the platform marked it late")
+                sub.notes.append(Note("the platform marked it late"))
             if info.file_size > MAX_NOTEBOOK_BYTES:
                 sub.gradable = False
                 sub.notes.append(f"{base} is larger than {MAX_NOTEBOOK_BYTES >> 20} MB")

@@ -19,7 +19,8 @@ student folders), and its Content-Security-Policy allows no other script, no inl
 script and no connection anywhere.
 
 The page speaks the submission's language (``Graded.language``, :mod:`qkv_grading.judging`):
-its own words through :func:`qkv_exercises.language._` (so they share the checks' catalogue), and
+its own words through :func:`qkv_exercises.language._` (so they share the checks' catalogue), the
+notes on the submission as each :class:`~qkv_grading.notes.Note` says them in that language, and
 the instructor's markdown translated from the problem set's catalogue in the course folder
 (:mod:`qkv_grading.translation`); its ``lang`` says which.
 
@@ -45,6 +46,7 @@ from . import translation
 from .jobs import Plan, RunCell
 from .judging import Graded
 from .markup import inert_markdown
+from .notes import shown
 from .safe_text import stored
 
 HTML_LANGUAGES = {"en": "en", "zh-TW": "zh-Hant-TW"}
@@ -149,7 +151,7 @@ def _feedback_html(plan: Plan, graded: Graded, translate, html_language: str) ->
         f'<td class="{"passed" if c.passed else "failed"}">{c.points:g} / {c.max_points:g}</td>'
         f"<td><pre>{escaped(c.message, 2000)}</pre></td></tr>"
         for c in graded.checks.values())
-    notes = "".join(f"<li>{escaped(n, 1000)}</li>" for n in graded.notes)
+    notes = "".join(f"<li>{escaped(shown(n), 1000)}</li>" for n in graded.notes)
     student = f"<strong>{escaped(graded.student, 200)}</strong>"
     parts = [
         "<!DOCTYPE html>", f'<html lang="{html_language}"><head><meta charset="utf-8">',

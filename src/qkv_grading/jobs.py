@@ -36,6 +36,7 @@ from qkv_exercises.checks import FunctionCheck, ProblemSet, seed_for
 from qkv_exercises.identity import student_variant
 from qkv_exercises.notebook import Session
 
+from .notes import Note
 from .safe_text import stored
 
 STUDENT_ID_TAG = "student-id"
@@ -257,12 +258,14 @@ def arrange(plan_: Plan, nb: dict | None) -> tuple[list[RunCell], list[str]]:
         elif sc.role == "student-id":
             text = cell_text(student_id_cell) if student_id_cell is not None else sc.source
             if student_id_cell is None:
-                notes.append("the student-id cell is missing (its tag was removed?): the source's was run instead")
+                notes.append(Note("the student-id cell is missing (its tag was removed?): the source's was run "
+                                  "instead"))
             cells.append(RunCell("student-id", text, source_cell=sc))
         elif sc.role in ("answer", "manual"):
             submitted = by_id.get(sc.grade_id)
             if submitted is None and nb is not None:
-                notes.append(f"no answer cell {sc.grade_id} in the notebook (deleted?): nothing ran in its place")
+                notes.append(Note("no answer cell {grade_id} in the notebook (deleted?): nothing ran in its place",
+                                  grade_id=sc.grade_id))
             kind = "answer" if sc.role == "answer" else "manual"
             text = cell_text(submitted) if submitted is not None else ""
             cells.append(RunCell(kind if sc.cell_type == "code" else kind + "-markdown", text, sc.grade_id,
@@ -274,8 +277,9 @@ def arrange(plan_: Plan, nb: dict | None) -> tuple[list[RunCell], list[str]]:
     for cell in cells:
         if cell.kind in ("instructor", "answer", "manual", "student-id", "student"):
             code_number += 1
-            cell.label = (f"cell {cell.grade_id}" if cell.grade_id else "the student-id cell"
-                          if cell.kind == "student-id" else f"code cell {code_number} (added by the student)")
+            cell.label = (Note("cell {grade_id}", grade_id=cell.grade_id) if cell.grade_id
+                          else Note("the student-id cell") if cell.kind == "student-id"
+                          else Note("code cell {number} (added by the student)", number=code_number))
     return cells, notes
 
 

@@ -12,7 +12,11 @@ stays within its time budget (:class:`~qkv_grading.run_record.Budget`).
 
 Every check is judged in the submission's language (:func:`submission_language`: the ``LANGUAGE``
 its first cell passed to ``start()``, else its notebook's metadata, else English), inside
-:func:`qkv_book.language.speaking`, so that its messages, and the feedback page, speak it.
+:func:`qkv_book.language.speaking`, so that its messages, and the feedback page, speak it: the
+grader's own verdicts (a check not reached, an answer not defined or unreadable) are messages of
+the problem sets' catalogue too, and the notes on how the notebook ran are
+:class:`~qkv_grading.notes.Note`: English on the instructor's console, the student's language on
+the feedback page. What they quote (an error's message, a sandbox's reason) stays as it came.
 """
 
 from __future__ import annotations
@@ -22,10 +26,11 @@ from dataclasses import dataclass, field
 from qkv_book.language import ENGLISH, speaking
 from qkv_exercises import answers
 from qkv_exercises.checking import Verdict
-from qkv_exercises.language import typed_language
+from qkv_exercises.language import N_, _, typed_language
 from qkv_exercises.checks import FunctionCheck, Raised, Returned
 
 from .jobs import Plan, RunCell, calls_of, givens_of
+from .notes import Note, PluralNote
 from .run_record import Budget, CellRecord, RunRecord
 from .safe_text import stored
 
@@ -62,7 +67,8 @@ class Graded:
 
 
 def clean_outputs(entry: CellRecord | None) -> list[dict]:
-    """A cell's outputs as plain text items of known kinds, at most :data:`MAX_OUTPUT_CHARS` characters in all."""
+    """A cell's outputs as plain text items of known kinds, at most :data:`MAX_OUTPUT_CHARS` characters in all
+    (what was cut said in the current language)."""
     if entry is None:
         return []
     items, room = [], MAX_OUTPUT_CHARS
@@ -75,7 +81,9 @@ def clean_outputs(entry: CellRecord | None) -> list[dict]:
             item["omitted"] = list(output.omitted)
         items.append(item)
     if entry.cut > 0 or room <= 0:
-        items.append({"kind": "cut", "text": f"({entry.cut or 'more'} characters of output not kept)"})
+        cut = (_("({count} characters of output not kept)").format(count=entry.cut) if entry.cut > 0
+               else _("(more characters of output not kept)"))
+        items.append({"kind": "cut", "text": cut})
     return items
 
 
@@ -128,16 +136,20 @@ def _judge(plan: Plan, student: str, key: str, cells: list[RunCell], record: Run
         if entry is None:
             continue
         if entry.timed_out:
-            graded.notes.append(f"{cell.label or 'the check of ' + str(cell.grade_id)} ran past the time limit of "
-                                f"{min(limits.cell_seconds, limits.notebook_seconds):g} s per cell and was stopped")
+            graded.notes.append(Note("{cell} ran past the time limit of {seconds:g} s per cell and was stopped",
+                                     cell=_named(cell), seconds=min(limits.cell_seconds, limits.notebook_seconds)))
         elif entry.answer == "lost" and cell.kind != "test":
-            graded.notes.append(f"the output of {cell.label} was not read: {entry.lost}")
+            graded.notes.append(Note("the output of {cell} was not read: {reason}", cell=cell.label,
+                                     reason=entry.lost))
         elif cell.kind != "test":
             errors = [o for o in graded.outputs.get(cell.job_id, []) if o["kind"] == "error"]
             if errors:
                 first = errors[0]["evalue"].strip().splitlines()
-                detail = f": {first[0][:120]}" if first else ""
-                graded.notes.append(f"{cell.label} raised {errors[0]['ename']}{detail}")
+                if first:
+                    graded.notes.append(Note("{cell} raised {error}: {message}", cell=cell.label,
+                                             error=errors[0]["ename"], message=first[0][:120]))
+                else:
+                    graded.notes.append(Note("{cell} raised {error}", cell=cell.label, error=errors[0]["ename"]))
     for cell in cells:
         if cell.kind == "test":
             sc = cell.source_cell
@@ -148,9 +160,10 @@ def _judge(plan: Plan, student: str, key: str, cells: list[RunCell], record: Run
     budget.check("judging")
     graded.notes.extend(_solved_for_note(record.solved_for, student, variant_id))
     if record.dropped:
-        one = record.dropped == 1
-        graded.notes.append(f"ignored {record.dropped} line{'' if one else 's'} sent back by the notebook that "
-                            f"{'is' if one else 'are'} not the runner's records")
+        graded.notes.append(PluralNote("ignored {count} line sent back by the notebook that is not the runner's "
+                                       "records",
+                                       "ignored {count} lines sent back by the notebook that are not the runner's "
+                                       "records", record.dropped))
     return graded
 
 
@@ -159,75 +172,147 @@ def refused(plan: Plan, student: str, cells: list[RunCell], reason: str,
     """A submission whose run record was refused (:class:`~qkv_grading.run_record.RecordRefused`): 0 points."""
     graded = Graded(student, plan.name, cells, max_score=plan.max_score,
                     language=submission_language((), notebook_language))
-    graded.notes.append(f"what its sandbox handed back was refused, so no check could be judged: {reason}")
+    graded.notes.append(Note("what its sandbox handed back was refused, so no check could be judged: {reason}",
+                             reason=reason))
+    with speaking(graded.language):
+        message = _("Not checked: what the notebook handed back was refused ({reason}).").format(reason=reason)
     for cell in cells:
         if cell.kind == "test":
             sc = cell.source_cell
-            graded.checks[sc.grade_id] = CheckResult(sc.grade_id, 0.0, sc.points, False,
-                                                     f"Not checked: what the notebook handed back was refused ({reason}).",
-                                                     sc.hidden)
+            graded.checks[sc.grade_id] = CheckResult(sc.grade_id, 0.0, sc.points, False, message, sc.hidden)
     return graded
 
 
-def _where(record: RunRecord, by_job: dict) -> str:
-    cell = by_job.get(record.in_cell)
-    return f" in {cell.label or 'the check of ' + str(cell.grade_id)}" if cell is not None else ""
+def _named(cell: RunCell) -> str:
+    """How a note names ``cell``: its label, or for a test cell its check."""
+    return cell.label or Note("the check of {grade_id}", grade_id=str(cell.grade_id))
 
 
-def _stop_note(record: RunRecord, by_job: dict, limits) -> str | None:
+def _in_cell(cell: RunCell | None, in_cell: str, anywhere: str, **fields) -> Note:
+    """The note ``in_cell`` (naming the cell as ``{cell}``), or ``anywhere`` when the cell is not known."""
+    if cell is None:
+        return Note(anywhere, **fields)
+    return Note(in_cell, cell=_named(cell), **fields)
+
+
+def _stop_note(record: RunRecord, by_job: dict, limits) -> Note | None:
     """Why the notebook did not run to its end, naming the cell it was in; None when it did."""
     if record.status == "sandbox_failed":
-        return f"the grader could not run the notebook: {record.reason}"
+        return Note("the grader could not run the notebook: {reason}", reason=record.reason)
     if record.status == "finished":
         return None
-    where = _where(record, by_job)
+    cell = by_job.get(record.in_cell)
     if record.status == "timed_out":
-        why = f"the notebook ran past its time limit of {limits.notebook_seconds:g} s{where}"
-    elif record.status == "overflow":
-        why = f"the notebook {record.reason or 'sent back too much'}{where}; the rest was not read"
-    elif record.status == "killed":
-        why = f"the notebook's process was killed (signal {record.signal}){where}"
-        why += f": {record.reason}" if record.reason else ""  # the sandbox's memory limit, when it was that
-    else:
-        runner = record.stderr.strip().splitlines()
-        detail = f": {runner[-1][:200]}" if runner else ""
-        why = f"the notebook's process ended (exit code {record.exit_code}){where}{detail}"
-    return why + "; the checks after it were not reached"
+        return _in_cell(
+            cell, N_("the notebook ran past its time limit of {seconds:g} s in {cell}; the checks after it were not "
+                     "reached"),
+            N_("the notebook ran past its time limit of {seconds:g} s; the checks after it were not reached"),
+            seconds=limits.notebook_seconds)
+    if record.status == "overflow":  # the channel's reasons (qkv_grading.channel), each a whole sentence
+        if (megabytes := _overflow_megabytes(record.reason, "sent back more than {megabytes} MB")) is not None:
+            return _in_cell(
+                cell, N_("the notebook sent back more than {megabytes} MB in {cell}; the rest was not read; the "
+                         "checks after it were not reached"),
+                N_("the notebook sent back more than {megabytes} MB; the rest was not read; the checks after it "
+                   "were not reached"), megabytes=megabytes)
+        if (megabytes := _overflow_megabytes(record.reason, "sent back answers and output of more than {megabytes} "
+                                                            "MB")) is not None:
+            return _in_cell(
+                cell, N_("the notebook sent back answers and output of more than {megabytes} MB in {cell}; the rest "
+                         "was not read; the checks after it were not reached"),
+                N_("the notebook sent back answers and output of more than {megabytes} MB; the rest was not read; "
+                   "the checks after it were not reached"), megabytes=megabytes)
+        return _in_cell(
+            cell, N_("the notebook sent back too much in {cell} ({reason}); the rest was not read; the checks after "
+                     "it were not reached"),
+            N_("the notebook sent back too much ({reason}); the rest was not read; the checks after it were not "
+               "reached"), reason=record.reason or "?")
+    if record.status == "killed":
+        if record.reason:  # the sandbox's memory limit, when it was that
+            return _in_cell(
+                cell, N_("the notebook's process was killed (signal {signal}) in {cell}: {reason}; the checks after "
+                         "it were not reached"),
+                N_("the notebook's process was killed (signal {signal}): {reason}; the checks after it were not "
+                   "reached"), signal=record.signal, reason=record.reason)
+        return _in_cell(
+            cell, N_("the notebook's process was killed (signal {signal}) in {cell}; the checks after it were not "
+                     "reached"),
+            N_("the notebook's process was killed (signal {signal}); the checks after it were not reached"),
+            signal=record.signal)
+    runner = record.stderr.strip().splitlines()
+    if runner:
+        return _in_cell(
+            cell, N_("the notebook's process ended (exit code {code}) in {cell}: {detail}; the checks after it were "
+                     "not reached"),
+            N_("the notebook's process ended (exit code {code}): {detail}; the checks after it were not reached"),
+            code=record.exit_code, detail=runner[-1][:200])
+    return _in_cell(
+        cell, N_("the notebook's process ended (exit code {code}) in {cell}; the checks after it were not reached"),
+        N_("the notebook's process ended (exit code {code}); the checks after it were not reached"),
+        code=record.exit_code)
+
+
+def _overflow_megabytes(reason: str, message: str) -> str | None:
+    """The number of megabytes in ``reason`` when it is the channel's ``message``, else None."""
+    before, after = message.split("{megabytes}")
+    if reason.startswith(before) and reason.endswith(after):
+        number = reason[len(before):len(reason) - len(after)]
+        if number.isdigit():
+            return number
+    return None
 
 
 def _judge_test(plan: Plan, check, entry: CellRecord | None, givens: dict, student: str, key: str,
-                stop: str | None) -> Verdict:
+                stop: Note | None) -> Verdict:
+    """The verdict on one check, in the current language (the submission's: :func:`judge`)."""
+    name = check.answer
     if entry is None:
-        return Verdict(False, "Not checked: the notebook stopped before this check" + (f" ({stop})." if stop else "."))
+        if stop:
+            return Verdict(False, _("Not checked: the notebook stopped before this check ({why}).").format(
+                why=stop.shown()))
+        return Verdict(False, _("Not checked: the notebook stopped before this check."))
     if entry.timed_out:
-        return Verdict(False, f"Not checked: {check.answer} ran past the time limit.")
+        return Verdict(False, _("Not checked: {name} ran past the time limit.").format(name=name))
     if entry.answer == "missing":
-        return Verdict(False, f"{check.answer} was not defined when this check's turn came: run the cell that "
-                              "defines it (did it raise an error?).")
+        return Verdict(False, _("{name} was not defined when this check's turn came: run the cell that defines it "
+                                "(did it raise an error?).").format(name=name))
     if entry.answer == "lost":
-        return Verdict(False, f"{check.answer} could not be read as an answer ({entry.lost}).")
+        return Verdict(False, _("{name} could not be read as an answer ({reason}).").format(name=name,
+                                                                                           reason=entry.lost))
     try:
         if entry.answer not in ("value", "outcomes"):
-            raise answers.MalformedAnswer("no answer in its record")
+            raise answers.MalformedAnswer(N_("no answer in its record"))
         if isinstance(check, FunctionCheck):
             return _judge_function(plan, check, entry, givens, student, key)
         if entry.answer != "value":
-            raise answers.MalformedAnswer("the outcomes of calls, not a value")
+            raise answers.MalformedAnswer(N_("the outcomes of calls, not a value"))
         return check.judge(answers.decode(entry.value), givens, reveal=not check.hidden)
     except answers.MalformedAnswer as err:
-        return Verdict(False, f"{check.answer} could not be read as an answer ({err}).")
+        return Verdict(False, _("{name} could not be read as an answer ({reason}).").format(
+            name=name, reason=_malformed(err)))
     except Exception as err:  # a check that cannot judge what it was given: the grader's matter, reported
-        return Verdict(False, f"{check.answer} could not be judged ({type(err).__name__}: {str(err)[:200]}).")
+        return Verdict(False, _("{name} could not be judged ({error}: {message}).").format(
+            name=name, error=type(err).__name__, message=str(err)[:200]))
+
+
+def _malformed(err: answers.MalformedAnswer) -> str:
+    """Why an answer could not be read, in the current language."""
+    try:
+        return _(err.message).format(**err.fields)
+    except (KeyError, IndexError, ValueError):
+        return str(err)
 
 
 def _judge_function(plan: Plan, check: FunctionCheck, entry: CellRecord, givens: dict, student: str,
                     key: str) -> Verdict:
     if entry.answer == "value":
         value = answers.decode(entry.value)
-        return Verdict(False, f"{check.answer} is {type(value).__name__}, not a function: run the cell that defines it.")
+        return Verdict(False, _("{name} is {type}, not a function: run the cell that defines it.").format(
+            name=check.answer, type=type(value).__name__))
     calls = calls_of(plan, check, givens, student, key)
     if len(entry.outcomes) != len(calls):
-        return Verdict(False, f"{check.answer} was not called on every input (did the notebook stop early?).")
+        return Verdict(False, _("{name} was not called on every input (did the notebook stop early?).").format(
+            name=check.answer))
     outcomes = []
     for outcome in entry.outcomes:
         if outcome.raised is None:
@@ -246,8 +331,10 @@ def _solved_for_note(solved_for, student: str, variant_id: str) -> list[str]:
         return []
     typed = str(solved_for[-1][1])
     if normalise_id(typed) and normalise_id(typed) != variant_id:
-        numbers = (f"{student!r}'s numbers" if variant_id == student
-                   else f"the numbers of {variant_id!r}, its name on the learning platform")
-        return [f"the notebook was solved with STUDENT_ID = {typed[:60]!r}; it is filed as {student!r} and was graded "
-                f"with {numbers}"]
+        if variant_id == student:
+            return [Note("the notebook was solved with STUDENT_ID = {typed}; it is filed as {student} and was graded "
+                         "with {student}'s numbers", typed=repr(typed[:60]), student=repr(student))]
+        return [Note("the notebook was solved with STUDENT_ID = {typed}; it is filed as {student} and was graded "
+                     "with the numbers of {variant}, its name on the learning platform", typed=repr(typed[:60]),
+                     student=repr(student), variant=repr(variant_id))]
     return []  # an empty STUDENT_ID is what a student on the course's JupyterHub leaves
