@@ -102,6 +102,28 @@ def test_a_translated_page_shows_the_numbers_of_its_english_twin(built_site, doc
         f"{docname}: English {sorted(english.elements())}, 繁體中文 {sorted(chinese.elements())}"
 
 
+def printed_numbers(html: BeautifulSoup) -> list[list[str]]:
+    """The numbers of what each cell printed, cell by cell, in sorted order: its words are in the
+    page's language, and Chinese may put them in another order ("4 of 72" is "72 個中的 4 個")."""
+    return [sorted(numbers(output.get_text())) for output in article(html).select("div.cell_output pre")]
+
+
+@pytest.mark.parametrize("docname", FINISHED)
+def test_a_translated_page_prints_the_numbers_of_its_english_twin(built_site, docname):
+    """What the cells print has the same numbers in both editions, measured times and memory
+    included: the Chinese edition shows the English edition's measurements (qkv_book.measure)."""
+    english, chinese = (printed_numbers(soup(page_path(built_site, docname, edition))) for edition in ("", ZH))
+    assert chinese == english, f"{docname}: the printed numbers differ between the editions"
+
+
+@pytest.mark.parametrize(("docname", "times"), [("book/attention_cost", 4), ("book/decoding", 10)])
+def test_the_pages_that_time_qkv_print_their_times_in_both_editions(built_site, docname, times):
+    """The pages whose numbers differ from run to run: their tables of times are there, in both."""
+    for edition in ("", ZH):
+        text = article(soup(page_path(built_site, docname, edition))).get_text()
+        assert len(re.findall(r"\d+\.\d+ ms", text)) == times, f"{edition or 'en'}/{docname}: the timed sizes"
+
+
 def prose(html: BeautifulSoup) -> list[tuple[str, str]]:
     """``(tag, text)`` of each paragraph, list item, heading, caption and alt text of the article,
     with its code, math and computed outputs left out (they are not translated), and its tables
@@ -109,14 +131,37 @@ def prose(html: BeautifulSoup) -> list[tuple[str, str]]:
     body = BeautifulSoup(str(article(html)), "html.parser")
     for hidden in body.select("code, pre, .math, span.output, .cell_output, .headerlink, script, table"):
         hidden.decompose()
+    drop_parameter_names_and_types(body)
     found = [(tag.name, tag.get_text(" ", strip=True)) for tag in body.select("p, li, h1, h2, h3, h4, figcaption")]
     found += [("alt", img.get("alt", "")) for img in article(html).select("img")]
     return [(tag, text) for tag, text in found if text]
 
 
+RETURN_TYPE = {"Return type", "回傳型別"}
+
+
+def drop_parameter_names_and_types(body: BeautifulSoup) -> None:
+    """The reference page's field lists without what is code there: each parameter's name and type
+    (``heads (tuple[Head, ...])``, before the `` – `` of its description) and the return type."""
+    for term in body.select("dl.field-list > dt"):
+        if term.get_text(strip=True).rstrip(":") in RETURN_TYPE:
+            description = term.find_next_sibling("dd")
+            if description is not None:
+                description.decompose()
+    for paragraph in body.select("dl.field-list li > p, dl.field-list dd > p"):
+        if paragraph.contents and getattr(paragraph.contents[0], "name", None) == "strong":
+            for node in list(paragraph.contents):
+                if isinstance(node, str) and " – " in node:
+                    node.replace_with(node.split(" – ", 1)[1])
+                    break
+                node.extract()
+
+
 def reads_as_english(text: str) -> bool:
-    """Three or more English words and fewer Chinese characters than a quarter of its letters."""
-    words = re.findall(r"[A-Za-z]{2,}", text)
+    """Three or more English words and fewer Chinese characters than a quarter of their letters. An
+    acronym or a name with a capital inside (BERT, GPT, ViT, LN) is a name that Chinese keeps, not
+    an English word."""
+    words = [word for word in re.findall(r"[A-Za-z]{2,}", text) if not re.search(r".[A-Z]", word)]
     return len(words) >= 3 and 4 * len(HAN.findall(text)) < sum(map(len, words))
 
 
@@ -124,6 +169,17 @@ def test_the_english_check_tells_english_from_chinese():
     assert reads_as_english("The keys $K^{(1)}$ of 外送 晚到 補償 are computed by head 1.")
     assert not reads_as_english("token 以矩陣 的形式進來，每個 token 一列。三個學習得到的矩陣把每一列變成一個查詢")
     assert not reads_as_english("Nadaraya-Watson：以核函數加權、對觀測值取平均作為預測")
+    assert not reads_as_english("False 表示 post-LN（原始的 Transformer、BERT），True 表示 pre-LN（GPT-2、ViT）")
+    assert reads_as_english("BERT and GPT-2 use this form; ViT does too.")
+
+
+def test_the_english_check_leaves_out_parameter_names_and_types():
+    html = BeautifulSoup('<article class="bd-article"><dl class="field-list"><dt>參數:</dt><dd><ul>'
+                         '<li><p><strong>heads</strong> (<em>tuple</em><em>[</em><em>Head</em><em>]</em>)</p></li>'
+                         '<li><p><strong>norm_first</strong> (<em>bool</em>) – True means pre-LN, as in GPT-2</p></li>'
+                         '</ul></dd><dt>回傳型別:</dt><dd><p>list[tuple[str, <em>ndarray</em>]]</p></dd></dl>'
+                         '</article>', "html.parser")
+    assert prose(html) == [("li", "True means pre-LN, as in GPT-2"), ("p", "True means pre-LN, as in GPT-2")]
 
 
 @pytest.mark.parametrize("docname", FINISHED)

