@@ -32,6 +32,7 @@ import json
 import os
 import queue
 import secrets
+import select
 import selectors
 import signal
 import subprocess
@@ -204,9 +205,21 @@ def drive(process: subprocess.Popen, job: dict, limits, site: str, stop: threadi
     """Run ``job``'s cells in the started runner ``process`` (see the module docstring); the run record's bytes."""
     bounds = bounds or Bounds()
     errors = bytearray()
+    ended = threading.Event()
 
     def drain():
-        for chunk in iter(lambda: process.stderr.read(65536), b""):
+        # Reads the raw descriptor only when select says it can, and stops once the run has ended
+        # even if a process of the sandbox still holds the pipe open: a read blocked in the
+        # buffered stream would hold its lock, and closing the stream would then wait forever.
+        fd = process.stderr.fileno()
+        while True:
+            if not select.select([fd], [], [], 0.2)[0]:
+                if ended.is_set():
+                    return
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return
             errors.extend(chunk)
             del errors[:-2 * STDERR_CHARS]
 
@@ -224,6 +237,7 @@ def drive(process: subprocess.Popen, job: dict, limits, site: str, stop: threadi
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         code = process.wait()
+    ended.set()
     drainer.join(timeout=5)
     feeder.thread.join(timeout=5)
     for stream in (process.stdout, process.stderr):

@@ -141,3 +141,31 @@ def test_the_start_of_a_sandbox_may_take_longer_on_a_loaded_machine_within_a_bou
     assert channel.startup_seconds(load=0.5, cores=2) == channel.STARTUP_SECONDS
     assert channel.startup_seconds(load=25, cores=2) > channel.startup_seconds(load=6, cores=2) > channel.STARTUP_SECONDS
     assert channel.startup_seconds(load=10_000, cores=2) == channel.MAX_STARTUP_SECONDS
+
+
+def test_a_process_left_holding_the_error_pipe_does_not_hold_up_the_grader(tmp_path):
+    """The notebook leaves a process of its own (in a session of its own, so not in the runner's
+    process group) that keeps the error pipe open and then ends the runner: the run ends as one
+    that ended, and drive() returns rather than wait on that pipe for ever."""
+    pid_file = tmp_path / "left.pid"
+    result = {}
+    thread = threading.Thread(target=lambda: result.setdefault("record", _drive(f'''
+        if os.fork() == 0:
+            os.setsid(); os.close(0); os.close(1)
+            open({str(pid_file)!r}, "w").write(str(os.getpid()))
+            import time; time.sleep(120); os._exit(0)
+        while not os.path.exists({str(pid_file)!r}):
+            pass
+        os._exit(5)''')), daemon=True)
+    thread.start()
+    try:
+        thread.join(timeout=60)  # a bound on a hang, not a measure of speed: drive() takes well under a second
+        assert not thread.is_alive(), "drive() waits on the error pipe a leftover process holds open"
+        record = result["record"]
+        assert record.status == "ended" and record.exit_code == 5 and record.in_cell == 1
+    finally:
+        if pid_file.exists():
+            try:
+                os.kill(int(pid_file.read_text()), 9)
+            except (ProcessLookupError, ValueError):
+                pass
