@@ -73,14 +73,16 @@ def _failed_to_start(data: bytes) -> str | None:
     return f"{record.status}: {record.reason} {record.stderr[-300:]}" if record.status == "sandbox_failed" else None
 
 
-def _started(run):
-    """``run()``'s run record, run once more if its sandbox did not start, as the grader does (a sandbox
-    that never started its runner says nothing of its limits); a second failure fails the test, saying why."""
-    data = run()
-    if _failed_to_start(data):
-        data = run()
-    assert not _failed_to_start(data), f"the sandbox did not start twice: {_failed_to_start(data)}"
-    return data
+def _started(run) -> list[bytes]:
+    """The run records ``run()`` returns, all run once more if any sandbox did not start, as the grader
+    does (a sandbox that never started its runner says nothing of its limits; run together again, the
+    sandboxes still run at once); a second failure fails the test, saying why."""
+    results = run()
+    if any(map(_failed_to_start, results)):
+        results = run()
+    failed = [why for why in map(_failed_to_start, results) if why]
+    assert not failed, f"sandboxes did not start twice: {failed}"
+    return results
 
 
 def test_two_graders_at_once_never_share_an_identity(tmp_path):
@@ -101,11 +103,7 @@ def test_two_graders_at_once_never_share_an_identity(tmp_path):
             thread.join()
         return results + [other.communicate(timeout=300)[0]]
 
-    results = at_once()
-    if any(_failed_to_start(r) for r in results):  # all three again, so that they still run at once
-        results = at_once()
-    failed = [_failed_to_start(r) for r in results if _failed_to_start(r)]
-    assert not failed, f"sandboxes did not start twice: {failed}"
+    results = _started(at_once)
     records = [run_record.decode(r) for r in results]
     assert all(printed(r) for r in results), [(r.status, r.reason) for r in records]
     uids = [int(printed(r)[0].split()[-1]) for r in results]
@@ -125,15 +123,16 @@ def test_a_sandbox_is_bounded_in_memory_as_a_whole():
            "    held += os.read(read, 2)\n"
            "alive = [os.waitpid(pid, os.WNOHANG)[0] == 0 for pid in children]\n"
            "print('HOLE all three held their memory' if len(held) == 2 and all(alive) else 'memory: a process was stopped')")
-    data = _started(lambda: sandbox.run_job({"problem_set": "ps0", "givens": {}, "cells": [{"id": 0, "run": hog}]},
-                                            LIMITS))
+    [data] = _started(lambda: [sandbox.run_job({"problem_set": "ps0", "givens": {}, "cells": [{"id": 0, "run": hog}]},
+                                               LIMITS)])
     lines = printed(data)
     assert not holes(lines), lines
     assert status(data) == "killed" or "memory: a process was stopped" in lines, (status(data), lines)
     # One process past the sandbox's memory (and under its own limit) is the one killed, and the record says why.
     hog = "block = bytearray(400 << 20)\nfor i in range(0, len(block), 4096):\n    block[i] = 1\nprint('HOLE held')"
-    record = run_record.decode(_started(lambda: sandbox.run_job(
-        {"problem_set": "ps0", "givens": {}, "cells": [{"id": 0, "run": hog}]}, LIMITS)))
+    [data] = _started(lambda: [sandbox.run_job({"problem_set": "ps0", "givens": {}, "cells": [{"id": 0, "run": hog}]},
+                                               LIMITS)])
+    record = run_record.decode(data)
     assert (record.status, record.signal) == ("killed", 9), record
     assert record.reason == "the sandbox ran out of its 320 MiB of memory"
 
