@@ -157,3 +157,12 @@ def test_the_export_counts_one_student_in_the_singular(tmp_path):
     assert printed == [f"Grades of 1 student written to {course.root / 'grades.csv'}"]
     with (course.root / "grades.csv").open(encoding="utf-8", newline="") as f:
         assert [row["timestamp"] for row in csv.DictReader(f)] == ["2024-05-01 14:03:00"]
+
+
+def test_a_finished_grading_run_leaves_no_stop_for_the_next_sandbox_of_its_process():
+    """run_jobs stops its sandboxes when it ends (done or interrupted); once they have ended, a sandbox
+    run later in the same process (a submission run again on its own) is not told to stop."""
+    from qkv_grading import pipeline
+
+    assert list(pipeline.run_jobs([], Limits(), 1, None)) == []
+    assert not sandbox.STOP.is_set(), "the stop of a finished run is left set: later sandboxes fail as 'stopped'"

@@ -331,29 +331,32 @@ def run_jobs(tasks: Iterable[Task], limits: sandbox.Limits, workers: int, dask: 
         yield from cluster.run_jobs(tasks, limits.as_dict(), dask, certificates)
         return
     sandbox.STOP.clear()
-    tasks, workers = iter(tasks), max(1, workers)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        running: dict[concurrent.futures.Future, Task] = {}
-        try:
-            while True:
-                while len(running) < 2 * workers and (task := next(tasks, None)) is not None:
-                    running[pool.submit(_timed_run_job, task.job, limits.as_dict())] = task
-                    task.job = None
-                if not running:
-                    return
-                finished, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
-                for future in finished:
-                    task = running.pop(future)
-                    try:
-                        data, seconds = future.result()
-                        task.sub.trusted_seconds += seconds
-                    except Exception:
-                        data = _result_of(future)
-                    yield task, data
-        finally:  # stopped (Ctrl-C) or done: nothing still waiting runs, nothing still running goes on
-            for future in running:
-                future.cancel()
-            sandbox.STOP.set()
+    try:
+        tasks, workers = iter(tasks), max(1, workers)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+            running: dict[concurrent.futures.Future, Task] = {}
+            try:
+                while True:
+                    while len(running) < 2 * workers and (task := next(tasks, None)) is not None:
+                        running[pool.submit(_timed_run_job, task.job, limits.as_dict())] = task
+                        task.job = None
+                    if not running:
+                        return
+                    finished, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+                    for future in finished:
+                        task = running.pop(future)
+                        try:
+                            data, seconds = future.result()
+                            task.sub.trusted_seconds += seconds
+                        except Exception:
+                            data = _result_of(future)
+                        yield task, data
+            finally:  # stopped (Ctrl-C) or done: nothing still waiting runs, nothing still running goes on
+                for future in running:
+                    future.cancel()
+                sandbox.STOP.set()
+    finally:  # every sandbox of this run has ended: a later run_job of this process is not stopped
+        sandbox.STOP.clear()
 
 
 def _timed_run_job(job: dict, limits: dict) -> tuple[bytes, float]:
