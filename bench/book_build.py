@@ -3,11 +3,16 @@
     .venv/bin/python bench/book_build.py                  # one cold `make site` into a temporary folder
     .venv/bin/python bench/book_build.py --repeat 3 --jobs 2
     .venv/bin/python bench/book_build.py --chapters       # each executed chapter alone: wall and kernel CPU
+    .venv/bin/python bench/book_build.py --english-only   # a cold build of the English edition alone
 
 A cold build is ``make site BUILD_DIR=<empty folder>``: every page read, every chapter executed,
 the problem sets released. It prints the wall time, the CPU time (user + system) of the build and
 everything it started (kernels, nbgrader), the load average before and after (the machine may be
 shared: a wall time means little without it) and each chapter's execution time as myst-nb logged it.
+
+``--english-only`` times a cold build of the English edition alone: the Makefile's first
+sphinx-build, as ``make site`` runs it, into an empty folder (the build cost of the 繁體中文
+edition is the difference with a cold ``make site``).
 
 ``--chapters`` executes each chapter that the book executes, one after the other, the way myst-nb
 does (nbclient, a fresh kernel, the chapter's folder as working directory), and prints its wall
@@ -41,13 +46,29 @@ def load() -> str:
     return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def cold_build(jobs: str | None) -> None:
+def english_only(build: str, jobs: str | None) -> list[str]:
+    """The Makefile's English sphinx-build (its `site` target's first one) into `build`."""
+    jobs = jobs or str(2 * (os.cpu_count() or 1))
+    return [str(ROOT / ".venv" / "bin" / "sphinx-build"), "-b", "html", "-j", jobs, "-W", "--keep-going", "-E",
+            "-d", f"{build}/.doctrees", str(ROOT), f"{build}/html"]
+
+
+def cold_build(jobs: str | None, english: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="qkv-bench-build-") as tmp:
-        print(f"cold build, JOBS={jobs or 'as in the Makefile'}; before: {load()}", flush=True)
+        what = "English edition alone" if english else "make site (both editions)"
+        print(f"cold build, {what}, JOBS={jobs or 'as in the Makefile'}; before: {load()}", flush=True)
         user0, sys0 = children_cpu()
         started = time.perf_counter()
-        command = ["make", "--no-print-directory", "-C", str(ROOT), "site", f"BUILD_DIR={tmp}/_build"]
-        result = subprocess.run(command + ([f"JOBS={jobs}"] if jobs else []), capture_output=True, text=True)
+        if english:
+            subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), "conf.py"], check=True,
+                           capture_output=True)
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+                filter(None, [str(ROOT / "book" / "_ext"), os.environ.get("PYTHONPATH")]))}
+            result = subprocess.run(english_only(f"{tmp}/_build", jobs), capture_output=True, text=True,
+                                    cwd=ROOT, env=env)
+        else:
+            command = ["make", "--no-print-directory", "-C", str(ROOT), "site", f"BUILD_DIR={tmp}/_build"]
+            result = subprocess.run(command + ([f"JOBS={jobs}"] if jobs else []), capture_output=True, text=True)
         wall = time.perf_counter() - started
         user1, sys1 = children_cpu()
         if result.returncode != 0:
@@ -106,12 +127,14 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1, help="cold builds to time (default 1)")
     parser.add_argument("--jobs", help="sphinx-build -j for the build (default: the Makefile's JOBS)")
     parser.add_argument("--chapters", action="store_true", help="execute each chapter alone instead")
+    parser.add_argument("--english-only", action="store_true",
+                        help="time a cold build of the English edition alone (the Makefile's first sphinx-build)")
     args = parser.parse_args()
     if args.chapters:
         each_chapter()
     else:
         for _ in range(args.repeat):
-            cold_build(args.jobs)
+            cold_build(args.jobs, args.english_only)
     return 0
 
 

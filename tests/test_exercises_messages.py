@@ -244,8 +244,17 @@ def reference(name: str, *args, **kwargs):
         dA = dO @ V.T
         dS = A * (dA - (A * dA).sum(axis=-1, keepdims=True))
         return dS @ K / np.sqrt(Q.shape[1]), dS.T @ Q / np.sqrt(Q.shape[1]), A.T @ dO
-    if name == "central_difference_dQ":
-        return reference("attention_backward", *args)[0]
+    if name == "central_difference_dQ":  # the estimate at the call's step, entry by entry
+        Q, K, V, dO = args
+        h = kwargs.get("h", 1e-5)
+        estimate = np.zeros_like(Q)
+        for index in np.ndindex(Q.shape):
+            up, down = Q.copy(), Q.copy()
+            up[index] += h
+            down[index] -= h
+            estimate[index] = (np.sum(dO * reference("scaled_dot_product_attention", up, K, V)[0])
+                               - np.sum(dO * reference("scaled_dot_product_attention", down, K, V)[0])) / (2 * h)
+        return estimate
     if name == "grouped_query_attention":
         Q, K, V = args
         h, g = len(Q), len(K)
@@ -523,3 +532,41 @@ def test_no_function_message_gives_the_expected_value(problem_set, language):
     functions = {c.answer for c in ps.checks if isinstance(c, FunctionCheck)}
     missed = {(f, kind) for f in functions for kind, _ in wrong_functions(f)} - caught
     assert not missed, f"{problem_set}: wrong functions that no check fails: {sorted(missed)}"
+
+
+def named_function_slips():
+    """The slips of the functions students write in problem sets 13 and 14 that the issue names, each with
+    the wrong function of :func:`wrong_functions` that makes it and the advice its message must give."""
+    from qkv_exercises.problem_sets import ps13_inference_slips as inference
+    from qkv_exercises.problem_sets import ps14_training as training
+    from qkv_exercises.slips import NO_SQRT_DK
+
+    return [("ps13_inference", "grouped_query_attention", "i % g", inference.HEAD_MODULO),
+            ("ps13_inference", "grouped_query_attention", "no 1/sqrt(d_k)", NO_SQRT_DK),
+            ("ps13_inference", "decode", "cache appended after use", inference.APPENDED_AFTER_USE),
+            ("ps13_inference", "decode", "not causal", inference.NOT_CAUSAL),
+            ("ps14_training", "attention_backward", "no 1/sqrt(d_k)", NO_SQRT_DK),
+            ("ps14_training", "attention_backward", "A not transposed", training.A_NOT_TRANSPOSED),
+            ("ps14_training", "attention_backward", "diagonal only", training.DIAGONAL_ONLY),
+            ("ps14_training", "central_difference_dQ", "one-sided", training.ONE_SIDED),
+            ("ps14_training", "central_difference_dQ", "divided by h", training.DIVIDED_BY_H)]
+
+
+@pytest.mark.parametrize("problem_set, function, kind, slip", named_function_slips(),
+                         ids=lambda x: x if isinstance(x, str) else None)
+def test_a_written_functions_slip_is_named_in_its_message(problem_set, function, kind, slip, language):
+    """A student's function with one of the named slips (the head mapping i % g, the cache appended after
+    use, A not transposed in dV, ...) fails its visible check and hidden check with that slip's advice,
+    in the student's language: the message says what went wrong, not only that it did."""
+    ps = get_problem_set(problem_set)
+    wrong = dict(wrong_functions(function))[kind]
+    givens = variants(problem_set, language)[-1][1]
+    checks = [c for c in ps.checks if isinstance(c, FunctionCheck) and c.answer == function]
+    assert {c.hidden for c in checks} == {False, True}, f"{function}: a visible and a hidden check"
+    for check in checks:
+        calls = (check.calls(givens, np.random.default_rng(seed_for(problem_set, check.grade_id, "someone")))
+                 if check.hidden else ps.visible_calls(check, givens))
+        with qkv_switched_off(), np.errstate(all="ignore"):
+            verdict = check.judge(outcomes_of(wrong, calls), calls, reveal=False)
+        assert not verdict.passed, f"{check.grade_id}: {kind} passed"
+        assert slip.advice in verdict.message, f"{check.grade_id}, {kind}: the advice is missing:\n{verdict.message}"

@@ -6,8 +6,11 @@ backwards by hand, for a gradient ``dO`` at its output drawn per variant (varian
 1 at 補償's first output entry): for the query 補償, the gradient ``dA`` at its weights, one row of
 the softmax's Jacobian, the gradient ``dS`` at its scores; then one entry of ``dV`` and one of ``dQ``.
 Part 2: the student writes ``attention_backward(Q, K, V, dO)`` and a central-difference estimate of
-``dQ``, ``central_difference_dQ(Q, K, V, dO, h)``, both judged against :func:`qkv.attention_backward`
-(hidden checks on inputs drawn at grading).
+``dQ``, ``central_difference_dQ(Q, K, V, dO, h)``, judged against :func:`qkv.attention_backward` and
+:func:`qkv.central_differences` (hidden checks on inputs drawn at grading). The estimate is judged
+against the central difference at the same ``h``, not the exact ``dQ``: at a step as large as 1e-2
+only the central difference is within 1e-6, so a one-sided difference (off by about h/2 times the
+second derivative) cannot pass for a small one.
 
 The slips this set names live here, beside the checks that look for them: the 1/sqrt(d_k) left out,
 ``A`` not transposed in ``dV = A^T dO``, only the Jacobian's diagonal used, the weighted mean replaced
@@ -21,7 +24,7 @@ import functools
 import numpy as np
 
 from qkv.attention import linear, scaled_dot_product_attention
-from qkv.backward import attention_backward, softmax_backward
+from qkv.backward import attention_backward, central_differences, softmax_backward
 from qkv.validate import shape_str
 
 from .. import variants
@@ -313,15 +316,15 @@ def _differences(Q, K, V, dO, h: float, *, one_sided: bool = False, of: str = "Q
 
 
 def judge_central_difference(call: Call, result, reveal: bool) -> Verdict:
-    """Compare the estimate with qkv's exact dQ (to 1e-6); name a one-sided difference, a division by h
-    or the gradient at K."""
+    """Compare the estimate with qkv's central difference at the call's h (to 1e-6); name a one-sided
+    difference, a division by h or the gradient at K."""
     Q, K, V, dO = call.args
     h = call.kwargs["h"]
-    dQ = attention_backward(Q, K, V, dO)[0]
-    slip_values = [(ONE_SIDED, _differences(Q, K, V, dO, h, one_sided=True)), (DIVIDED_BY_H, 2 * dQ)]
+    estimate = central_differences(lambda x: float(np.sum(dO * scaled_dot_product_attention(x, K, V)[0])), Q, h)
+    slip_values = [(ONE_SIDED, _differences(Q, K, V, dO, h, one_sided=True)), (DIVIDED_BY_H, 2 * estimate)]
     if K.shape == Q.shape:
-        slip_values.append((KEYS_NUDGED, attention_backward(Q, K, V, dO)[1]))
-    expectation = Expectation(dQ, CODE_TOLERANCE, shape_help=_("the shape of Q: one estimate per entry of Q"),
+        slip_values.append((KEYS_NUDGED, _differences(Q, K, V, dO, h, of="K")))
+    expectation = Expectation(estimate, CODE_TOLERANCE, shape_help=_("the shape of Q: one estimate per entry of Q"),
                               slip_values=slip_values, what=_("an array"))
     return judge_value(result, call.label, expectation, reveal=reveal)
 
@@ -374,9 +377,10 @@ PROBLEM_SET = ProblemSet(
                         "attention_backward matches qkv.attention_backward on random inputs of every kind, to 1e-6.",
                         hidden=True),
         _difference_check("central_difference_yours",
-                          lambda g, rng: [difference_call(*_yours(g), 1e-5, what=_("your Q, K, V and dO"),
-                                                          behaviour=N_("random inputs"))],
-                          "central_difference_dQ estimates the dQ of your head 1 to 1e-6 (h = 1e-5)."),
+                          lambda g, rng: [difference_call(*_yours(g), h, what=_("your Q, K, V and dO"),
+                                                          behaviour=N_("random inputs")) for h in (1e-5, 1e-2)],
+                          "central_difference_dQ gives the central differences of your head 1 at h = 1e-5 and "
+                          "h = 1e-2, to 1e-6."),
         _difference_check("central_difference_random_inputs", lambda g, rng: random_difference_calls(rng),
                           "central_difference_dQ estimates dQ on random inputs (h = 1e-5 and 1e-4), to 1e-6.",
                           hidden=True),
