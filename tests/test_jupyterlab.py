@@ -106,8 +106,12 @@ READ_NOTEBOOK = """() => {
 }"""
 
 
-def run_chapter(browser, lab, source: Path, screenshot: Path, tree_path: str = ""):
-    """Open ``source`` (a chapter; or ``tree_path``, a notebook of the lab's folder) and run all its cells."""
+def run_chapter(browser, lab, source: Path, screenshot: Path, tree_path: str = "", settled=None):
+    """Open ``source`` (a chapter; or ``tree_path``, a notebook of the lab's folder) and run all its cells.
+
+    ``settled(cells)``, if given, says when the page shows all it should: the lab renders a markdown
+    cell's expressions when their replies arrive, which on a loaded machine can be seconds after the
+    last code cell ran, so the page is read again until then (at most 30 s more)."""
     base, token = lab.base, lab.token
     recorder = Recorder(base)
     context = browser.new_context(viewport={"width": 1280, "height": 900})
@@ -149,6 +153,11 @@ def run_chapter(browser, lab, source: Path, screenshot: Path, tree_path: str = "
             cells = page.evaluate(READ_NOTEBOOK)
         page.wait_for_timeout(1000)
         cells = page.evaluate(READ_NOTEBOOK)
+        for _ in range(60 if settled else 0):
+            if settled(cells):
+                break
+            page.wait_for_timeout(500)
+            cells = page.evaluate(READ_NOTEBOOK)
         page.screenshot(path=str(screenshot), full_page=False)
         return cells, recorder
     finally:
@@ -203,11 +212,36 @@ def website_numbers(built_site: Path, source: Path) -> list[str]:
     return [value.strip() for value in parser.values]
 
 
+def missing_number(cells, source: Path, expected: list[str]) -> str | None:
+    """The first number the website shows in ``source``'s prose that JupyterLab's prose (``cells``) lacks,
+    in the same order, as a problem; None if there is none. A measurement (taken afresh in each run) is
+    matched only in form: 2.49 where the website has 2.07."""
+    text = source.read_text(encoding="utf-8")
+    prose = " ".join(" ".join(cell["text"].split()) for cell in cells if cell["type"] == "markdown")
+    expressions = re.findall(r"\{eval\}`([^`]*)`", text)
+    measured = MEASURED.get(source.stem, set())
+    at = 0
+    for index, value in enumerate(expected):
+        expression = expressions[index] if index < len(expressions) else ""
+        if measured & set(re.findall(r"\w+", expression)):
+            pattern = re.sub(r"\d+", r"\\d+", re.escape(value))
+        else:
+            pattern = re.escape(value)
+        found = re.compile(pattern).search(prose, at)
+        if found is None:
+            return (f"number {index} of the prose, {value!r} on the website, is not in JupyterLab's prose "
+                    f"after ...{prose[max(0, at - 60):at]!r}, which goes on {prose[at:at + 160]!r}")
+        at = found.end()
+    return None
+
+
 @pytest.mark.parametrize("source", CHAPTERS, ids=lambda p: p.stem)
 def test_chapter_runs_and_renders_in_jupyterlab(browser, lab, built_site, source, tmp_path):
     screenshots = ROOT / "_build" / "screenshots"
     screenshots.mkdir(parents=True, exist_ok=True)
-    cells, recorder = run_chapter(browser, lab, source, screenshots / f"jupyterlab-{source.stem}.png")
+    expected = website_numbers(built_site, source)
+    cells, recorder = run_chapter(browser, lab, source, screenshots / f"jupyterlab-{source.stem}.png",
+                                  settled=lambda cells: missing_number(cells, source, expected) is None)
     text = source.read_text(encoding="utf-8")
     lab_socket = "WebSocket " + lab.base.replace("http://", "ws://")  # the kernel's own channels
     problems = [f"request leaving the lab server (blocked): {r}" for r in recorder.outside
@@ -224,28 +258,11 @@ def test_chapter_runs_and_renders_in_jupyterlab(browser, lab, built_site, source
         problems += [f"error in the prose: {error!r}" for error in cell["errors"]]
     for cell in code:
         problems += [f"a cell ended in an error: {error!r}" for error in cell["errors"]]
-    expected = website_numbers(built_site, source)
     if len(re.findall(r"\{eval\}`", text)) != len(expected):
         problems.append(f"the source has {len(re.findall(r'{eval}`', text))} {{eval}} roles, "
                         f"the website shows {len(expected)} numbers")
     # each number the website shows in the prose appears in JupyterLab's prose too, in the same order
-    # (a measurement, taken afresh in each run, only in the same form: 2.49 where the website has 2.07)
-    prose = " ".join(" ".join(cell["text"].split()) for cell in markdown)
-    expressions = re.findall(r"\{eval\}`([^`]*)`", text)
-    measured = MEASURED.get(source.stem, set())
-    at = 0
-    for index, value in enumerate(expected):
-        expression = expressions[index] if index < len(expressions) else ""
-        if measured & set(re.findall(r"\w+", expression)):
-            pattern = re.sub(r"\d+", r"\\d+", re.escape(value))
-        else:
-            pattern = re.escape(value)
-        found = re.compile(pattern).search(prose, at)
-        if found is None:
-            problems.append(f"number {index} of the prose, {value!r} on the website, is not in JupyterLab's "
-                            f"prose after ...{prose[max(0, at - 60):at]!r}")
-            break
-        at = found.end()
+    problems += [problem for problem in [missing_number(cells, source, expected)] if problem]
     code_shown = "\n".join(block for cell in code for block in cell["code"])
     for dotted in re.findall(r"\bshow_source\(((?:qkv|qkv_book)(?:\.\w+)+)\)", text):
         name = dotted.rsplit(".", 1)[-1]
