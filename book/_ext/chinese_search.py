@@ -60,6 +60,9 @@ class SearchTraditionalChinese(SearchChinese):
 
     def init(self, options: dict[str, str]) -> None:
         super().init({})  # no jieba dictionary: it would not be used
+        # Sphinx keeps the Latin words seen so far in a list that it searches for every word it stems:
+        # quadratic in the site's size (most of the edition's writing time). A set answers the same.
+        self.latin_terms: set[str] = set()
 
     def split(self, input: str) -> list[str]:
         terms: list[str] = []
@@ -71,7 +74,7 @@ class SearchTraditionalChinese(SearchChinese):
                     terms.extend(han_terms(part))
                 else:
                     terms.append(part)
-                    self.latin_terms.append(part)
+                    self.latin_terms.add(part)
         return terms
 
     def word_filter(self, stemmed_word: str) -> bool:
