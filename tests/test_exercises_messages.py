@@ -177,6 +177,22 @@ def test_a_wrong_choice_never_names_the_right_one(problem_set, language):
 # ---------------------------------------------------------------- functions students write
 
 
+def difference(one_sided=False, halved=True):
+    """A finite-difference estimate of dQ for L = sum(dO * O), computed here with numpy: the central
+    difference, or one of its slips (one-sided; divided by h instead of 2h)."""
+    def estimate(Q, K, V, dO, h=1e-5):
+        def loss(x):
+            return float(np.sum(dO * reference("scaled_dot_product_attention", x, K, V)[0]))
+        gradient = np.zeros_like(Q)
+        for index in np.ndindex(Q.shape):
+            up, down = Q.copy(), Q.copy()
+            up[index] += h
+            down[index] -= 0 if one_sided else h
+            gradient[index] = (loss(up) - loss(down)) / ((1 if one_sided else 2 if halved else 1) * h)
+        return gradient
+    return estimate
+
+
 def reference(name: str, *args, **kwargs):
     """The right result, computed here with numpy."""
     if name == "softmax":
@@ -245,16 +261,7 @@ def reference(name: str, *args, **kwargs):
         dS = A * (dA - (A * dA).sum(axis=-1, keepdims=True))
         return dS @ K / np.sqrt(Q.shape[1]), dS.T @ Q / np.sqrt(Q.shape[1]), A.T @ dO
     if name == "central_difference_dQ":  # the estimate at the call's step, entry by entry
-        Q, K, V, dO = args
-        h = kwargs.get("h", 1e-5)
-        estimate = np.zeros_like(Q)
-        for index in np.ndindex(Q.shape):
-            up, down = Q.copy(), Q.copy()
-            up[index] += h
-            down[index] -= h
-            estimate[index] = (np.sum(dO * reference("scaled_dot_product_attention", up, K, V)[0])
-                               - np.sum(dO * reference("scaled_dot_product_attention", down, K, V)[0])) / (2 * h)
-        return estimate
+        return difference()(*args, **kwargs)
     if name == "grouped_query_attention":
         Q, K, V = args
         h, g = len(Q), len(K)
@@ -424,19 +431,6 @@ def wrong_functions(name: str) -> list[tuple[str, object]]:
                          ("diagonal only", backward(full_jacobian=False)),
                          ("dQ only", lambda Q, K, V, dO: reference(name, Q, K, V, dO)[0])]
     if name == "central_difference_dQ":
-        def difference(one_sided=False, halved=True):
-            def estimate(Q, K, V, dO, h=1e-5):
-                def loss(x):
-                    return float(np.sum(dO * reference("scaled_dot_product_attention", x, K, V)[0]))
-                gradient = np.zeros_like(Q)
-                for index in np.ndindex(Q.shape):
-                    up, down = Q.copy(), Q.copy()
-                    up[index] += h
-                    down[index] -= 0 if one_sided else h
-                    gradient[index] = (loss(up) - loss(down)) / ((1 if one_sided else 2 if halved else 1) * h)
-                return gradient
-            return estimate
-
         return common + [("one-sided", difference(one_sided=True)), ("divided by h", difference(halved=False))]
     if name == "grouped_query_attention":
         def grouped(group_of, scale=True):

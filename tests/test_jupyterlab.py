@@ -212,22 +212,29 @@ def website_numbers(built_site: Path, source: Path) -> list[str]:
     return [value.strip() for value in parser.values]
 
 
-def missing_number(cells, source: Path, expected: list[str]) -> str | None:
-    """The first number the website shows in ``source``'s prose that JupyterLab's prose (``cells``) lacks,
-    in the same order, as a problem; None if there is none. A measurement (taken afresh in each run) is
-    matched only in form: 2.49 where the website has 2.07."""
-    text = source.read_text(encoding="utf-8")
-    prose = " ".join(" ".join(cell["text"].split()) for cell in cells if cell["type"] == "markdown")
-    expressions = re.findall(r"\{eval\}`([^`]*)`", text)
+def number_patterns(source: Path, expected: list[str]) -> list[tuple[str, re.Pattern]]:
+    """Each number the website shows in ``source``'s prose, with the pattern that finds it in JupyterLab's
+    prose: the number itself, or, for a measurement (taken afresh in each run), its form only: 2.49 where
+    the website has 2.07."""
+    expressions = re.findall(r"\{eval\}`([^`]*)`", source.read_text(encoding="utf-8"))
     measured = MEASURED.get(source.stem, set())
-    at = 0
+    patterns = []
     for index, value in enumerate(expected):
         expression = expressions[index] if index < len(expressions) else ""
         if measured & set(re.findall(r"\w+", expression)):
-            pattern = re.sub(r"\d+", r"\\d+", re.escape(value))
+            patterns.append((value, re.compile(re.sub(r"\d+", r"\\d+", re.escape(value)))))
         else:
-            pattern = re.escape(value)
-        found = re.compile(pattern).search(prose, at)
+            patterns.append((value, re.compile(re.escape(value))))
+    return patterns
+
+
+def missing_number(cells, patterns: list[tuple[str, re.Pattern]]) -> str | None:
+    """The first of the website's numbers (:func:`number_patterns`) that JupyterLab's prose (``cells``)
+    lacks, in the same order, as a problem; None if there is none."""
+    prose = " ".join(" ".join(cell["text"].split()) for cell in cells if cell["type"] == "markdown")
+    at = 0
+    for index, (value, pattern) in enumerate(patterns):
+        found = pattern.search(prose, at)
         if found is None:
             return (f"number {index} of the prose, {value!r} on the website, is not in JupyterLab's prose "
                     f"after ...{prose[max(0, at - 60):at]!r}, which goes on {prose[at:at + 160]!r}")
@@ -240,8 +247,9 @@ def test_chapter_runs_and_renders_in_jupyterlab(browser, lab, built_site, source
     screenshots = ROOT / "_build" / "screenshots"
     screenshots.mkdir(parents=True, exist_ok=True)
     expected = website_numbers(built_site, source)
+    patterns = number_patterns(source, expected)
     cells, recorder = run_chapter(browser, lab, source, screenshots / f"jupyterlab-{source.stem}.png",
-                                  settled=lambda cells: missing_number(cells, source, expected) is None)
+                                  settled=lambda cells: missing_number(cells, patterns) is None)
     text = source.read_text(encoding="utf-8")
     lab_socket = "WebSocket " + lab.base.replace("http://", "ws://")  # the kernel's own channels
     problems = [f"request leaving the lab server (blocked): {r}" for r in recorder.outside
@@ -262,7 +270,7 @@ def test_chapter_runs_and_renders_in_jupyterlab(browser, lab, built_site, source
         problems.append(f"the source has {len(re.findall(r'{eval}`', text))} {{eval}} roles, "
                         f"the website shows {len(expected)} numbers")
     # each number the website shows in the prose appears in JupyterLab's prose too, in the same order
-    problems += [problem for problem in [missing_number(cells, source, expected)] if problem]
+    problems += [problem for problem in [missing_number(cells, patterns)] if problem]
     code_shown = "\n".join(block for cell in code for block in cell["code"])
     for dotted in re.findall(r"\bshow_source\(((?:qkv|qkv_book)(?:\.\w+)+)\)", text):
         name = dotted.rsplit(".", 1)[-1]

@@ -300,18 +300,19 @@ def difference_call(Q, K, V, dO, h: float, *, what: str, behaviour: str) -> Call
 
 
 def _differences(Q, K, V, dO, h: float, *, one_sided: bool = False, of: str = "Q") -> np.ndarray:
-    """The central (or one-sided) difference of L = sum(dO * O) in every entry of Q (or K)."""
-    def loss(Q, K):
-        return float(np.sum(dO * scaled_dot_product_attention(Q, K, V)[0]))
+    """The central (:func:`qkv.central_differences`) or one-sided difference of L = sum(dO * O) in every
+    entry of Q (or K)."""
+    def loss(y):
+        return float(np.sum(dO * scaled_dot_product_attention(*((y, K) if of == "Q" else (Q, y)), V)[0]))
 
-    x = (Q if of == "Q" else K).copy()
+    x = Q if of == "Q" else K
+    if not one_sided:
+        return central_differences(loss, x, h)
     gradient = np.zeros_like(x)
     for index in np.ndindex(x.shape):
-        up, down = x.copy(), x.copy()
+        up = x.copy()
         up[index] += h
-        down[index] -= 0 if one_sided else h
-        at = (lambda y: loss(y, K)) if of == "Q" else (lambda y: loss(Q, y))
-        gradient[index] = (at(up) - at(down)) / (h if one_sided else 2 * h)
+        gradient[index] = (loss(up) - loss(x)) / h
     return gradient
 
 
@@ -320,7 +321,7 @@ def judge_central_difference(call: Call, result, reveal: bool) -> Verdict:
     difference, a division by h or the gradient at K."""
     Q, K, V, dO = call.args
     h = call.kwargs["h"]
-    estimate = central_differences(lambda x: float(np.sum(dO * scaled_dot_product_attention(x, K, V)[0])), Q, h)
+    estimate = _differences(Q, K, V, dO, h)
     slip_values = [(ONE_SIDED, _differences(Q, K, V, dO, h, one_sided=True)), (DIVIDED_BY_H, 2 * estimate)]
     if K.shape == Q.shape:
         slip_values.append((KEYS_NUDGED, _differences(Q, K, V, dO, h, of="K")))
