@@ -8,6 +8,7 @@ of a translated paragraph and the warnings about what is left untranslated.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -39,6 +40,14 @@ pytestmark = pytest.mark.slow
 
 
 def soup(path: Path) -> BeautifulSoup:
+    """The page at ``path``, parsed once per test process (the reference page takes seconds): callers
+    read it and never change it; :func:`prose` and :func:`chrome_texts` change a copy of their own."""
+    stat = path.stat()
+    return _parsed(path.resolve(), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=48)
+def _parsed(path: Path, mtime_ns: int, size: int) -> BeautifulSoup:
     return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
 
 
@@ -184,10 +193,10 @@ def test_the_english_check_leaves_out_parameter_names_and_types():
 
 @pytest.mark.parametrize("docname", FINISHED)
 def test_a_finished_page_has_no_english_paragraph_and_no_broken_markup(built_site, docname):
-    html = soup(page_path(built_site, docname, ZH))
-    english = [f"{tag}: {text[:90]}" for tag, text in prose(html) if reads_as_english(text)]
+    paragraphs = prose(soup(page_path(built_site, docname, ZH)))
+    english = [f"{tag}: {text[:90]}" for tag, text in paragraphs if reads_as_english(text)]
     assert not english, f"{ZH}/{docname} reads as English:\n" + "\n".join(english)
-    text = " ".join(text for _tag, text in prose(html))
+    text = " ".join(text for _tag, text in paragraphs)
     broken = [mark for mark in ("**", "{eval}", "{doc}", "](", "``") if mark in text]
     assert not broken, f"{ZH}/{docname}: markup left as text: {broken}"
 
@@ -223,11 +232,11 @@ def chrome_texts(html: BeautifulSoup) -> list[str]:
 @pytest.mark.parametrize("docname", PAGES + GENERATED)
 def test_the_theme_speaks_traditional_chinese_on_every_chinese_page(built_site, docname):
     html = soup(page_path(built_site, docname, ZH))
+    chrome = chrome_texts(html)
     simplified = simplified_only()
-    found = sorted({char for char in html.get_text() + " ".join(chrome_texts(html)) if char in simplified})
+    found = sorted({char for char in html.get_text() + " ".join(chrome) if char in simplified})
     assert not found, f"{ZH}/{docname}: Simplified characters {found}"
-    english = sorted({word for text in chrome_texts(html) for word in re.findall(r"[A-Za-z]{2,}", text)}
-                     - CHROME_WORDS)
+    english = sorted({word for text in chrome for word in re.findall(r"[A-Za-z]{2,}", text)} - CHROME_WORDS)
     assert not english, f"{ZH}/{docname}: the theme's words in English: {english}"
 
 
@@ -249,33 +258,61 @@ def chromium():
     yield from chromium_for_a_module()
 
 
+SEARCH_DONE = ("() => { const s = document.querySelector('#search-results p.search-summary');"
+               " return s && s.innerText.trim() !== ''; }")
+
+
+class SearchPage:
+    """The site's search page in the browser: the first query comes in its address
+    (``search.html?q=...``, as the search box sends it); each later one goes to the same
+    page's ``Search.performSearch``, which the address's query runs too, so that the
+    search index (megabytes in the Chinese edition) is loaded once."""
+
+    def __init__(self, browser, base: str):
+        self.base, self.page = base, browser.new_page()
+
+    def find(self, query: str) -> list[str]:
+        """The pages (``book/notation``) the search lists for ``query``."""
+        if self.page.url.startswith(self.base + "search.html"):
+            self.page.evaluate("query => { document.getElementById('search-results').replaceChildren();"
+                               " Search.performSearch(query); }", query)
+        else:
+            self.page.goto(self.base + "search.html?q=" + urllib.parse.quote(query))
+        self.page.wait_for_function(SEARCH_DONE, timeout=30_000)
+        links = self.page.eval_on_selector_all("#search-results ul.search li a", "links => links.map(a => a.href)")
+        return [urllib.parse.urlsplit(link).path.removeprefix(urllib.parse.urlsplit(self.base).path)
+                .removesuffix(".html") for link in links]
+
+    def close(self) -> None:
+        self.page.close()
+
+
 def search(browser, base: str, query: str) -> list[str]:
     """The pages (``book/notation``) the site's search page lists for ``query``."""
-    page = browser.new_page()
+    page = SearchPage(browser, base)
     try:
-        page.goto(base + "search.html?q=" + urllib.parse.quote(query))
-        page.wait_for_function("() => { const s = document.querySelector('#search-results p.search-summary');"
-                               " return s && s.innerText.trim() !== ''; }", timeout=30_000)
-        links = page.eval_on_selector_all("#search-results ul.search li a", "links => links.map(a => a.href)")
+        return page.find(query)
     finally:
         page.close()
-    return [urllib.parse.urlsplit(link).path.removeprefix(urllib.parse.urlsplit(base).path).removesuffix(".html")
-            for link in links]
 
 
 def test_each_finished_chapter_is_found_by_the_chinese_words_of_its_title(built_site, chromium):
     problems = []
     with serve(built_site / ZH) as base:
-        for docname in FINISHED:
-            title = soup(page_path(built_site, docname, ZH)).select_one("article h1").get_text().rstrip("#")
-            query = title_terms(title)
-            assert query, f"{ZH}/{docname}: no Chinese in its title {title!r}"
-            found = search(chromium, base, query)
-            if docname not in found:
-                problems.append(f"{query!r} (title {title!r}) finds {found}, not {docname}")
-        found = search(chromium, base, "鍵")  # one character is a word too
-        if "book/notation" not in found:
-            problems.append(f"'鍵' finds {found}, not book/notation")
+        page = SearchPage(chromium, base)
+        try:
+            for docname in FINISHED:
+                title = soup(page_path(built_site, docname, ZH)).select_one("article h1").get_text().rstrip("#")
+                query = title_terms(title)
+                assert query, f"{ZH}/{docname}: no Chinese in its title {title!r}"
+                found = page.find(query)
+                if docname not in found:
+                    problems.append(f"{query!r} (title {title!r}) finds {found}, not {docname}")
+            found = page.find("鍵")  # one character is a word too
+            if "book/notation" not in found:
+                problems.append(f"'鍵' finds {found}, not book/notation")
+        finally:
+            page.close()
     assert not problems, "\n".join(problems)
 
 

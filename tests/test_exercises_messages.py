@@ -129,7 +129,7 @@ def wrong_answers(expectation) -> list[tuple[str, object]]:
         later_rows_off = rounded.copy()
         later_rows_off[1:] += 0.3
         answers.append(("first row right", later_rows_off))
-    for slip, value in expectation.slip_values:
+    for slip, value in expectation.slips():
         if value is not None:
             answers.append((f"slip {slip.key}", np.round(np.asarray(value, dtype=float), 2)))
     return answers

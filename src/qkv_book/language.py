@@ -37,6 +37,7 @@ ENGLISH = "en"
 LOCALES = {"en": "en", "zh-TW": "zh_TW"}
 
 _chosen: str | None = None
+_PACKAGE_DIR = str(Path(__file__).parent)  # where locales/ lives; computed once, a message is looked up often
 
 
 def language_tag(value: str) -> str:
@@ -118,12 +119,12 @@ def translations(package_dir: str, domain: str, language: str) -> gettext.NullTr
 
 def _(message: str) -> str:
     """``message`` in the current language (see :func:`current_language`); English as written."""
-    return translations(str(Path(__file__).parent), "qkv_book", current_language()).gettext(message)
+    return translations(_PACKAGE_DIR, "qkv_book", current_language()).gettext(message)
 
 
 def ngettext(singular: str, plural: str, count: int) -> str:
     """``singular`` or ``plural`` for ``count``, in the current language."""
-    return translations(str(Path(__file__).parent), "qkv_book", current_language()).ngettext(
+    return translations(_PACKAGE_DIR, "qkv_book", current_language()).ngettext(
         singular, plural, count)
 
 

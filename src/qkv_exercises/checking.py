@@ -62,8 +62,10 @@ class Expectation:
 
     ``expected`` is computed by qkv; ``slip_values`` pairs each typical slip with the
     value it gives (a slip may appear more than once, with the values of different
-    ways of making it); ``hints`` are functions of the answer (and the labels of its
-    axes) that return a hint or None. ``labels`` name the rows (and columns) in
+    ways of making it), or is a function of no argument that returns those pairs: it is
+    called only for an answer that is wrong, the slips being needed only to explain it;
+    ``hints`` are functions of the answer (and the labels of its axes) that return a hint
+    or None. ``labels`` name the rows (and columns) in
     messages, ``shape_help`` says what the rows and columns are.
     """
 
@@ -72,10 +74,14 @@ class Expectation:
     formula: str = ""
     shape_help: str = ""
     labels: Labels | None = None
-    slip_values: Sequence[tuple[Slip, np.ndarray | None]] = ()
+    slip_values: Sequence[tuple[Slip, np.ndarray | None]] | Callable[[], Sequence] = ()
     hints: Sequence[Hint] = ()
     what: str = "your answer"
     nonfinite_hint: str = ""
+
+    def slips(self) -> Sequence[tuple[Slip, np.ndarray | None]]:
+        """The ``(slip, value)`` pairs (computed now, when ``slip_values`` is a function)."""
+        return self.slip_values() if callable(self.slip_values) else self.slip_values
 
 
 class _Unusable(Exception):
@@ -214,17 +220,14 @@ def _judge_value(answer, name: str, e: Expectation, reveal: bool) -> Verdict:
     expected = np.asarray(e.expected, dtype=float)
     tol = e.tol
     value = as_numbers(answer, name, what=_(e.what), nonfinite_hint=e.nonfinite_hint)
-    candidates = [(slip, np.asarray(v, dtype=float)) for slip, v in e.slip_values if v is not None]
+    if value.shape == expected.shape and _close(value, expected, tol).all():
+        return _correct(name, e, expected.size)  # right as written: no slip to look for
+    candidates = [(slip, np.asarray(v, dtype=float)) for slip, v in e.slips() if v is not None]
     candidates = [(s, v) for s, v in candidates if v.shape != expected.shape or not _close(v, expected, tol).all()]
     value, expected, candidates, labels = _fit_shape(value, name, expected, candidates, tol, e.shape_help, e.labels)
     close = _close(value, expected, tol)
     if close.all():
-        within = (_("within {tol}") if expected.size == 1 else _("{count} entries, each within {tol}")).format(
-            count=expected.size, tol=f"{tol:g}")
-        if e.formula:
-            return Verdict(True, _("{name} is correct: {formula} ({within}).").format(
-                name=name, formula=_(e.formula), within=within))
-        return Verdict(True, _("{name} is correct ({within}).").format(name=name, within=within))
+        return _correct(name, e, expected.size)
     index = tuple(int(i) for i in np.argwhere(~close)[0])
     wrong = int((~close).sum())
     where = name if expected.ndim == 0 else _entry(name, index, labels)
@@ -248,6 +251,15 @@ def _judge_value(answer, name: str, e: Expectation, reveal: bool) -> Verdict:
         hints = [hint(value, labels) for hint in e.hints] + [_general_hint(value, expected, tol)]
         lines.extend(h for h in hints if h)
     return Verdict(False, "\n".join(lines))
+
+
+def _correct(name: str, e: Expectation, size: int) -> Verdict:
+    within = (_("within {tol}") if size == 1 else _("{count} entries, each within {tol}")).format(
+        count=size, tol=f"{e.tol:g}")
+    if e.formula:
+        return Verdict(True, _("{name} is correct: {formula} ({within}).").format(
+            name=name, formula=_(e.formula), within=within))
+    return Verdict(True, _("{name} is correct ({within}).").format(name=name, within=within))
 
 
 def likely_slip(advice: str) -> str:

@@ -126,6 +126,8 @@ def _step_labels(step: str, queries, keys) -> Labels | None:
 
 
 def _step_expectation(step, name, steps, slip_steps, queries, keys, tol=HAND_TOLERANCE) -> Expectation:
+    """``steps[step]``, explained by ``slip_steps()``: ``(slip, steps with that slip)`` pairs, computed only
+    for a wrong answer."""
     if step not in steps:
         raise ValueError(f"unknown step {step!r}; the steps are {', '.join(steps)}")
     expected = steps[step]
@@ -134,7 +136,7 @@ def _step_expectation(step, name, steps, slip_steps, queries, keys, tol=HAND_TOL
         formula=_STEP_FORMULAS.get(step, ""),
         shape_help=step_meaning(step, expected),
         labels=_step_labels(step, queries, keys),
-        slip_values=[(slip, values.get(step)) for slip, values in slip_steps],
+        slip_values=lambda: [(slip, values.get(step)) for slip, values in slip_steps()],
         hints=[rows_sum_to_one(name, tol)] if step == "A" else (),
         what=(N_("your answer, a list of rows of numbers") if expected.ndim == 2 and expected.shape[0] > 1
               else N_("your answer, a list of numbers")),
@@ -149,8 +151,9 @@ def expect_head_step(step: str, X, head, *, name: str, tokens=None) -> Expectati
     ``tokens`` label the rows (and, for scores and weights, the columns).
     """
     head = head if isinstance(head, Head) else Head(*head)
-    slip_steps = [(slip, slips.head_steps(X, head, slip)) for slip in slips.HEAD_SLIPS]
-    return _step_expectation(step, name, slips.head_steps(X, head), slip_steps, tokens, tokens)
+    return _step_expectation(step, name, slips.head_steps(X, head),
+                             lambda: [(slip, slips.head_steps(X, head, slip)) for slip in slips.HEAD_SLIPS],
+                             tokens, tokens)
 
 
 def expect_attention_step(step: str, Q, K, V, *, name: str, queries=None, keys=None) -> Expectation:
@@ -159,14 +162,16 @@ def expect_attention_step(step: str, Q, K, V, *, name: str, queries=None, keys=N
     ``A`` and ``O`` are what :func:`qkv.scaled_dot_product_attention` returns;
     ``queries`` and ``keys`` label the rows and columns.
     """
-    slip_steps = [(slip, slips.attention_steps(Q, K, V, slip)) for slip in slips.ATTENTION_SLIPS]
-    return _step_expectation(step, name, slips.attention_steps(Q, K, V), slip_steps, queries, keys)
+    return _step_expectation(step, name, slips.attention_steps(Q, K, V),
+                             lambda: [(slip, slips.attention_steps(Q, K, V, slip)) for slip in slips.ATTENTION_SLIPS],
+                             queries, keys)
 
 
 def expect_multi_head_step(step: str, X, heads, W_O, b_O=None, *, name: str, tokens=None) -> Expectation:
     """``"O_concat"`` or ``"Y"`` of :func:`qkv.multi_head_attention` on ``X``."""
-    slip_steps = [(slip, multi_head_steps(X, heads, W_O, b_O, slip)) for slip in MULTI_HEAD_SLIPS]
-    return _step_expectation(step, name, multi_head_steps(X, heads, W_O, b_O), slip_steps, tokens, tokens)
+    return _step_expectation(step, name, multi_head_steps(X, heads, W_O, b_O),
+                             lambda: [(slip, multi_head_steps(X, heads, W_O, b_O, slip)) for slip in MULTI_HEAD_SLIPS],
+                             tokens, tokens)
 
 
 def expect_softmax(scores, *, name: str) -> Expectation:
@@ -361,11 +366,15 @@ _STATE_HELP = N_("two numbers, [m, l]: the running maximum m and the running sum
 def expect_online_state(blocks, t: int) -> Expectation:
     """``[m_t, l_t]``: the running maximum and sum of the online softmax after block ``t`` (from 1)."""
     steps = online_steps(blocks)
-    candidates = [(slip, online_steps(blocks, slip)["running"][t - 1]) for slip in ONLINE_SLIPS[:6]]
-    if t > 1:  # the block's maximum taken as the running maximum, and nothing rescaled
-        block, l_before = np.asarray(blocks[t - 1], dtype=float), steps["running"][t - 2][1]
-        candidates.append((BLOCK_MAX_AS_RUNNING_MAX,
-                           np.array([block.max(), l_before + np.exp(block - block.max()).sum()])))
+
+    def candidates():
+        found = [(slip, online_steps(blocks, slip)["running"][t - 1]) for slip in ONLINE_SLIPS[:6]]
+        if t > 1:  # the block's maximum taken as the running maximum, and nothing rescaled
+            block, l_before = np.asarray(blocks[t - 1], dtype=float), steps["running"][t - 2][1]
+            found.append((BLOCK_MAX_AS_RUNNING_MAX,
+                          np.array([block.max(), l_before + np.exp(block - block.max()).sum()])))
+        return found
+
     return Expectation(steps["running"][t - 1], formula=_("[m_{t}, l_{t}] after block {t}").format(t=t),
                        shape_help=_STATE_HELP, labels=(("m", "l"),), slip_values=slips.merged(candidates),
                        what=N_("your answer, the pair [m, l]"))
@@ -376,19 +385,20 @@ def expect_rescale(blocks, t: int) -> Expectation:
     steps = online_steps(blocks)
     return Expectation(
         np.array(steps["rescale"][t - 1]), formula=f"e^(m_{t - 1} - m_{t})",
-        slip_values=[(slip, np.array(online_steps(blocks, slip)["rescale"][t - 1]))
-                     for slip in (RESCALE_EXPONENT_FLIPPED, RESCALE_NOT_EXPONENTIATED,
-                                  RESCALE_FORGOTTEN)],
+        slip_values=lambda: [(slip, np.array(online_steps(blocks, slip)["rescale"][t - 1]))
+                             for slip in (RESCALE_EXPONENT_FLIPPED, RESCALE_NOT_EXPONENTIATED,
+                                          RESCALE_FORGOTTEN)],
         what=N_("your answer, one number"))
 
 
 def expect_online_weights(blocks, *, name: str) -> Expectation:
     """The softmax of the whole row that ``blocks`` cut, from the final running maximum and sum."""
     scores = np.concatenate([np.asarray(b, dtype=float) for b in blocks])
-    online = [(slip, online_steps(blocks, slip).get("weights")) for slip in ONLINE_SLIPS]
     return Expectation(online_steps(blocks)["weights"], formula=N_("e^(s_j - m) / l with the final m and l"),
                        shape_help=_("one weight per score ({count})").format(count=len(scores)),
-                       slip_values=slips.merged(online + slips.softmax_slip_values(scores)),
+                       slip_values=slips.merged(lambda: [(slip, online_steps(blocks, slip).get("weights"))
+                                                         for slip in ONLINE_SLIPS]
+                                                + list(slips.softmax_slip_values(scores))),
                        hints=[rows_sum_to_one(name)],
                        what=N_("your answer, a list of weights"))
 
@@ -458,10 +468,13 @@ def expect_kernel_step(step: str, q, K, V, sigma: float, *, name: str, keys=None
         raise ValueError(f"unknown step {step!r}; the steps are {', '.join(_KERNEL_FORMULAS)}")
     expected = kernel_steps(q, K, V, sigma)[step][0]
     per_key = step != "prediction"
-    slip_values = []
-    for slip in KERNEL_SLIPS:
-        value = kernel_steps(q, K, V, sigma, slip).get(step)
-        slip_values.append((slip, None if value is None else value[0]))
+    def slip_values():
+        found = []
+        for slip in KERNEL_SLIPS:
+            value = kernel_steps(q, K, V, sigma, slip).get(step)
+            found.append((slip, None if value is None else value[0]))
+        return found
+
     return Expectation(
         expected, formula=_KERNEL_FORMULAS[step],
         shape_help=(_("one number per key ({count})") if per_key else _("one number per value column ({count})")
@@ -486,10 +499,13 @@ def expect_masked_step(step: str, scores, mask, *, name: str, queries=None, keys
         raise ValueError(f"unknown step {step!r}; the steps are {', '.join(_MASKED_FORMULAS)}")
     pick = (lambda M: M) if row is None else (lambda M: M[row])
     expected = pick(masked_softmax_steps(scores, mask)[step])
-    slip_values = []
-    for slip in MASK_SLIPS:
-        value = masked_softmax_steps(scores, mask, slip).get(step)
-        slip_values.append((slip, None if value is None else pick(value)))
+    def slip_values():
+        found = []
+        for slip in MASK_SLIPS:
+            value = masked_softmax_steps(scores, mask, slip).get(step)
+            found.append((slip, None if value is None else pick(value)))
+        return found
+
     if row is None:
         shape_help = _("one row per query ({rows}), one column per key ({cols})").format(
             rows=expected.shape[0], cols=expected.shape[1])
@@ -509,9 +525,10 @@ def expect_cross_step(step: str, X_q, X_kv, head, *, name: str, queries=None, ke
     steps = cross_attention_steps(X_q, X_kv, head)
     output, weights = cross_attention(X_q, X_kv, *head)
     steps = {**steps, "A": weights, "O": output}
-    slip_steps = [(slip, cross_attention_steps(X_q, X_kv, head, slip))
-                  for slip in (CROSS_SOURCES_SWAPPED, DECODER_KEYS, *slips.ATTENTION_SLIPS)]
-    return _step_expectation(step, name, steps, slip_steps, queries, keys)
+    return _step_expectation(step, name, steps,
+                             lambda: [(slip, cross_attention_steps(X_q, X_kv, head, slip))
+                                      for slip in (CROSS_SOURCES_SWAPPED, DECODER_KEYS, *slips.ATTENTION_SLIPS)],
+                             queries, keys)
 
 
 # --------------------------------------------------------------------------- order and position (problem set 8)
@@ -564,7 +581,7 @@ def expect_position_encoding(position: int, d_model: int) -> Expectation:
         expected, HAND_TOLERANCE, formula=f"PE_{position} = [sin(p w_0), cos(p w_0), sin(p w_1), ...]",
         shape_help=_("one entry per dimension (d_model = {d_model})").format(d_model=d_model),
         labels=([_("dimension {j}").format(j=j) for j in range(d_model)],),
-        slip_values=[(slip, encoding_with_slip([position], d_model, slip)[0]) for slip in _ENCODING_SLIPS],
+        slip_values=lambda: [(slip, encoding_with_slip([position], d_model, slip)[0]) for slip in _ENCODING_SLIPS],
         what=_("your answer, a list of {count} numbers").format(count=d_model))
 
 
@@ -606,8 +623,8 @@ def expect_block_row_step(step: str, x, attended, gamma, beta, eps, *, name: str
     formula, shape_help = _BLOCK_ROW_STEPS[step]
     return Expectation(
         steps[step], HAND_TOLERANCE, formula=formula, shape_help=shape_help,
-        slip_values=[(slip, block_row_steps(x, attended, gamma, beta, eps, slip).get(step))
-                     for slip in BLOCK_ROW_SLIPS],
+        slip_values=lambda: [(slip, block_row_steps(x, attended, gamma, beta, eps, slip).get(step))
+                             for slip in BLOCK_ROW_SLIPS],
         what=N_("your answer, one number") if steps[step].ndim == 0 else N_("your answer, a list of 4 numbers"))
 
 
@@ -630,10 +647,14 @@ def expect_head_map(X, arrays, num_heads: int, head: int, *, name: str, tokens) 
     """Head ``head``'s map (counting from 1) of the layer given by its fused ``arrays`` on ``X``: the
     forward pass's weights, checked to the tolerance of code (1e-6)."""
     weights = layer_weights(X, arrays, num_heads)  # (h, n, n)
-    slip_values = [(slip, None if (w := layer_weights(X, arrays, num_heads, slip)) is None else w[head - 1])
-                   for slip in LAYER_ATTENTION_SLIPS if slip != slips.W_O_TRANSPOSED]
-    if head < num_heads:
-        slip_values.insert(0, (HEAD_COUNTED_FROM_0, weights[head]))
+
+    def slip_values():
+        found = [(slip, None if (w := layer_weights(X, arrays, num_heads, slip)) is None else w[head - 1])
+                 for slip in LAYER_ATTENTION_SLIPS if slip != slips.W_O_TRANSPOSED]
+        if head < num_heads:
+            found.insert(0, (HEAD_COUNTED_FROM_0, weights[head]))
+        return found
+
     return Expectation(
         weights[head - 1], CODE_TOLERANCE,
         formula=_("head {head}'s weights softmax(Q K^T / sqrt(d_k))").format(head=head),

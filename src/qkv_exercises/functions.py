@@ -11,6 +11,7 @@ check too, on other inputs.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -420,8 +421,8 @@ def judge_fold_block(call: Call, result, reveal: bool) -> Verdict:
     not_a_pair = _pair(call, result, "m_new, l_new")
     if not_a_pair:
         return not_a_pair
-    slip_values = slips.merged([(slip, np.array(fold_with_slip(m, l, block, slip)[:2]))
-                                for slip in ONLINE_SLIPS[:6]])
+    slip_values = slips.merged(lambda: [(slip, np.array(fold_with_slip(m, l, block, slip)[:2]))
+                                        for slip in ONLINE_SLIPS[:6]])
     expectation = Expectation(np.array(folded(m, l, block)), CODE_TOLERANCE, labels=(("m", "l"),),
                               shape_help=N_("the pair (m_new, l_new)"), slip_values=slip_values,
                               nonfinite_hint=_(ONLINE_OVERFLOW_HINT), what=N_("the pair (m_new, l_new)"))
@@ -478,14 +479,14 @@ def judge_online_softmax(call: Call, result, reveal: bool) -> Verdict:
         return not_a_pair
     weights, running = result
     steps = online_steps(blocks)
-    slipped = [(slip, online_steps(blocks, slip)) for slip in ONLINE_SLIPS]
+    slipped = functools.cache(lambda: [(slip, online_steps(blocks, slip)) for slip in ONLINE_SLIPS])
     for part, step, shape_help in (
             (running, "running", _("one row [m, l] per block: ({count}, 2), returned second").format(
                 count=len(blocks))),
             (weights, "weights", _("one weight per score ({count}), returned first").format(
                 count=len(steps["weights"])))):
         expectation = Expectation(steps[step], CODE_TOLERANCE, shape_help=shape_help,
-                                  slip_values=slips.merged([(s, v.get(step)) for s, v in slipped]),
+                                  slip_values=slips.merged(lambda step=step: [(s, v.get(step)) for s, v in slipped()]),
                                   nonfinite_hint=_(ONLINE_OVERFLOW_HINT), what=N_("an array"))
         name = (_("the running of {call}") if step == "running" else _("the weights of {call}")).format(
             call=_(call.label))
@@ -532,8 +533,8 @@ def judge_kernel_weights(call: Call, result, reveal: bool) -> Verdict:
     expectation = Expectation(
         kernel_steps(Q, K, values, sigma)["weights"], CODE_TOLERANCE,
         shape_help=N_("(n_q, n_k): one row per query, one column per key"),
-        slip_values=slips.merged([(s, kernel_steps(Q, K, values, sigma, s).get("weights"))
-                                  for s in KERNEL_SLIPS]),
+        slip_values=slips.merged(lambda: [(s, kernel_steps(Q, K, values, sigma, s).get("weights"))
+                                          for s in KERNEL_SLIPS]),
         nonfinite_hint=_(UNDERFLOW_HINT), what=N_("an array"))
     return judge_value(result, _(call.label), expectation, reveal=reveal)
 

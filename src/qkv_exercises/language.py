@@ -40,10 +40,11 @@ DOMAIN = "qkv_exercises"
 METADATA_KEY = "qkv_exercises"  # notebook metadata: {"qkv_exercises": {"language": "zh-TW"}}
 SESSION_VARIABLE = "JPY_SESSION_NAME"  # the path of the notebook a Jupyter server started this kernel for
 MAX_NOTEBOOK_BYTES = 20 << 20
+_PACKAGE_DIR = str(Path(__file__).parent)  # where locales/ lives; computed once, a message is looked up often
 
 
 def _catalogue():
-    return translations(str(Path(__file__).parent), DOMAIN, current_language())
+    return translations(_PACKAGE_DIR, DOMAIN, current_language())
 
 
 def _(message: str) -> str:

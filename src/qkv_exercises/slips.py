@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -353,14 +354,40 @@ def merge_heads_with_slip(Z, slip: Slip) -> np.ndarray | None:
     return None
 
 
-def merged(slip_values) -> list[tuple[Slip, np.ndarray | None]]:
+def merged(slip_values) -> Sequence[tuple[Slip, np.ndarray | None]]:
     """``(slip, value)`` pairs with slips that give the same value made into one, whose advice names each
-    (with sigma = 2, leaving out the 1/2 and not squaring sigma both divide by 4)."""
+    (with sigma = 2, leaving out the 1/2 and not squaring sigma both divide by 4).
+
+    ``slip_values`` is the pairs, or a function of no argument that returns them; either way they
+    are computed and merged when the result is first read (a check reads it only for a wrong answer).
+    """
+    return _Merged(slip_values)
+
+
+class _Merged(Sequence):
+    """The pairs of :func:`merged`, computed on first reading."""
+
+    def __init__(self, source):
+        self._source, self._pairs = source, None
+
+    def _merged(self) -> list[tuple[Slip, np.ndarray | None]]:
+        if self._pairs is None:
+            source = self._source() if callable(self._source) else self._source
+            self._pairs, self._source = _merge(source), None
+        return self._pairs
+
+    def __getitem__(self, index):
+        return self._merged()[index]
+
+    def __len__(self) -> int:
+        return len(self._merged())
+
+
+def _merge(slip_values) -> list[tuple[Slip, np.ndarray | None]]:
     groups: list[tuple[list[Slip], np.ndarray | None]] = []
     for slip, value in slip_values:
         for slips_, other in groups:
-            if (value is not None and other is not None and np.shape(value) == np.shape(other)
-                    and np.allclose(value, other, rtol=0, atol=1e-9)):
+            if value is not None and other is not None and _same(value, other):
                 slips_.append(slip)
                 break
         else:
@@ -368,3 +395,13 @@ def merged(slip_values) -> list[tuple[Slip, np.ndarray | None]]:
     return [(group[0] if len(group) == 1 else Slip("+".join(s.key for s in group),
                                                     " Or: ".join(s.advice for s in group)), value)
             for group, value in groups]
+
+
+def _same(a, b) -> bool:
+    """Whether two slips' values are one value: the same shape, every entry within 1e-9 (equal infinities
+    too; NaN is never the same)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape:
+        return False
+    with np.errstate(invalid="ignore"):
+        return bool(np.all((a == b) | (np.abs(a - b) <= 1e-9)))
