@@ -162,10 +162,11 @@ def judge_attention(call: Call, result, reveal: bool) -> Verdict:
     if _looks_swapped(output, weights, steps):
         return Verdict(False, _("{call} returned the weights first.").format(call=_(call.label)) + "\n"
                        + likely_slip(slips.OUTPUT_AND_WEIGHTS_SWAPPED.advice))
-    slip_steps = [(slip, slips.attention_steps(Q, K, V, slip)) for slip in slips.ATTENTION_SLIPS]
+    slip_steps = functools.cache(lambda: [(slip, slips.attention_steps(Q, K, V, slip))
+                                          for slip in slips.ATTENTION_SLIPS])
     for part, step in ((weights, "A"), (output, "O")):
         expectation = Expectation(steps[step], CODE_TOLERANCE, shape_help=step_meaning(step, steps[step]),
-                                  slip_values=[(s, v.get(step)) for s, v in slip_steps],
+                                  slip_values=lambda step=step: [(s, v.get(step)) for s, v in slip_steps()],
                                   nonfinite_hint=_(OVERFLOW_HINT), what=N_("an array"))
         name = (_("the weights of {call}") if step == "A" else _("the output of {call}")).format(call=_(call.label))
         verdict = judge_value(part, name, expectation, reveal=reveal)
@@ -760,7 +761,7 @@ def judge_encoding(call: Call, result, reveal: bool) -> Verdict:
     expectation = Expectation(
         sinusoidal_position_encoding(n, d_model), CODE_TOLERANCE,
         shape_help=_("one row per position ({n}), one column per dimension ({d_model})").format(n=n, d_model=d_model),
-        slip_values=[(slip, encoding_with_slip(positions, d_model, slip)) for slip in _ENCODING_FUNCTION_SLIPS],
+        slip_values=lambda: [(slip, encoding_with_slip(positions, d_model, slip)) for slip in _ENCODING_FUNCTION_SLIPS],
         what=N_("an array"))
     return judge_value(result, _(call.label), expectation, reveal=reveal)
 
@@ -834,7 +835,7 @@ def judge_layer_norm(call: Call, result, reveal: bool) -> Verdict:
     eps = call.kwargs.get("eps", 1e-5)
     expectation = Expectation(
         layer_norm(X, gamma, beta, eps), CODE_TOLERANCE, shape_help=N_("the shape of X: each row normalised"),
-        slip_values=[(slip, layer_norm_with_slip(X, gamma, beta, eps, slip)) for slip in LAYER_NORM_SLIPS],
+        slip_values=lambda: [(slip, layer_norm_with_slip(X, gamma, beta, eps, slip)) for slip in LAYER_NORM_SLIPS],
         nonfinite_hint=_(EPS_HINT), what=N_("an array"))
     return judge_value(result, _(call.label), expectation, reveal=reveal)
 
@@ -887,7 +888,8 @@ def judge_layer_attention(call: Call, result, reveal: bool) -> Verdict:
     if _looks_swapped(output, weights, {"A": expected_weights, "O": expected_output}):
         return Verdict(False, _("{call} returned the weights first.").format(call=_(call.label)) + "\n"
                        + likely_slip(slips.OUTPUT_AND_WEIGHTS_SWAPPED.advice))
-    slipped = [(slip, layer_attention_with_slip(*call.args, slip)) for slip in LAYER_ATTENTION_SLIPS]
+    slipped = functools.cache(lambda: [(slip, layer_attention_with_slip(*call.args, slip))
+                                       for slip in LAYER_ATTENTION_SLIPS])
     n, d_out = expected_output.shape
     label = _(call.label)
     parts = ((weights, expected_weights, 1, _("the weights of {call}").format(call=label),
@@ -897,7 +899,8 @@ def judge_layer_attention(call: Call, result, reveal: bool) -> Verdict:
               _("(n, d_model) = ({n}, {d_out}): one row per token").format(n=n, d_out=d_out)))
     for part, expected, index, name, shape_help in parts:
         expectation = Expectation(expected, CODE_TOLERANCE, shape_help=shape_help,
-                                  slip_values=[(s, None if v is None else v[index]) for s, v in slipped],
+                                  slip_values=lambda index=index: [(s, None if v is None else v[index])
+                                                                   for s, v in slipped()],
                                   nonfinite_hint=_(OVERFLOW_HINT), what=N_("an array"))
         verdict = judge_value(part, name, expectation, reveal=reveal)
         if not verdict.passed:

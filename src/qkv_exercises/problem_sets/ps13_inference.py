@@ -92,7 +92,7 @@ def _step(answer: str):
         return Expectation(
             step_answers(*args)[answer], HAND_TOLERANCE, formula=formula, shape_help=shape_help,
             labels=_STEP_LABELS.get(answer),
-            slip_values=[(slip, step_answers(*args, slip).get(answer)) for slip in STEP_SLIPS],
+            slip_values=lambda: [(slip, step_answers(*args, slip).get(answer)) for slip in STEP_SLIPS],
             hints=[rows_sum_to_one(answer)] if answer == "weights_3" else (),
             what=_("your answer, a list of numbers"))
 
@@ -279,7 +279,7 @@ def _alibi(answer: str):
         return Expectation(
             alibi_answers(*args)[answer], HAND_TOLERANCE, formula=formula, shape_help=shape_help,
             labels=None if answer == "slope" else [list(ZHONGHE)],
-            slip_values=[(slip, alibi_answers(*args, slip).get(answer)) for slip in ALIBI_SLIPS],
+            slip_values=lambda: [(slip, alibi_answers(*args, slip).get(answer)) for slip in ALIBI_SLIPS],
             hints=[rows_sum_to_one(answer)] if answer == "weights_alibi" else (),
             what=_("your answer, one number") if answer == "slope" else _("your answer, a list of 4 numbers"))
 
@@ -354,13 +354,14 @@ def judge_gqa(call: Call, result, reveal: bool) -> Verdict:
         return Verdict(False, _("{call} returned {kind}; it must return two arrays: return output, weights").format(
             call=_(call.label), kind=_kind(result)))
     expected = grouped_query_attention(*call.args)
-    slipped = [(slip, gqa_with_slip(*call.args, slip)) for slip in GQA_SLIPS]
+    slipped = functools.cache(lambda: [(slip, gqa_with_slip(*call.args, slip)) for slip in GQA_SLIPS])
     for index, name in enumerate((_("output of {call}"), _("weights of {call}"))):
         expectation = Expectation(
             expected[index], CODE_TOLERANCE,
             shape_help=_("(h, n, d_v): one output row per query head and query") if index == 0 else
             _("(h, n, m): one row of weights per query head and query"),
-            slip_values=[(slip, None if value is None else value[index]) for slip, value in slipped],
+            slip_values=lambda index=index: [(slip, None if value is None else value[index])
+                                             for slip, value in slipped()],
             what=_("an array"))
         verdict = judge_value(result[index], name.format(call=_(call.label)), expectation, reveal=reveal)
         if not verdict.passed:
@@ -450,7 +451,8 @@ def judge_decode(call: Call, result, reveal: bool) -> Verdict:
     expectation = Expectation(
         expected, CODE_TOLERANCE,
         shape_help=_("({n}, {d_v}): one output row per token, in the order written").format(n=n, d_v=d_v),
-        slip_values=[(slip, decode_with_slip(*call.args, slip)) for slip in DECODE_SLIPS], what=_("an array"))
+        slip_values=lambda: [(slip, decode_with_slip(*call.args, slip)) for slip in DECODE_SLIPS],
+        what=_("an array"))
     return judge_value(result, _(call.label), expectation, reveal=reveal)
 
 

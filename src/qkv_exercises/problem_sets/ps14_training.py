@@ -221,7 +221,7 @@ def _hand(step: str):
         return Expectation(
             value, HAND_TOLERANCE, formula=formula, shape_help=shape_help,
             labels=None if value.ndim == 0 else (list(TOKENS),),
-            slip_values=[(slip, row_steps(*args, slip).get(step)) for slip in ROW_SLIPS],
+            slip_values=lambda: [(slip, row_steps(*args, slip).get(step)) for slip in ROW_SLIPS],
             what=_("your answer, one number") if value.ndim == 0 else _("your answer, a list of 3 numbers"))
 
     return expect
@@ -267,11 +267,12 @@ def judge_attention_backward(call: Call, result, reveal: bool) -> Verdict:
     if not_three:
         return not_three
     expected = attention_backward(*call.args)
-    slipped = [(slip, backward_with_slip(*call.args, slip)) for slip in BACKWARD_SLIPS]
+    slipped = functools.cache(lambda: [(slip, backward_with_slip(*call.args, slip)) for slip in BACKWARD_SLIPS])
     for index, name in enumerate(("dQ", "dK", "dV")):
         expectation = Expectation(
             expected[index], CODE_TOLERANCE, shape_help=_("the shape of {array}").format(array=name[1]),
-            slip_values=[(slip, None if values is None else values[index]) for slip, values in slipped],
+            slip_values=lambda index=index: [(slip, None if values is None else values[index])
+                                             for slip, values in slipped()],
             what=_("an array"))
         verdict = judge_value(result[index], _("{array} of {call}").format(array=name, call=_(call.label)),
                               expectation, reveal=reveal)
