@@ -341,7 +341,7 @@ def test_sidebar_links_open_every_page(browser, site):
                 problems.append(f"{here}: the sidebar link to {target} opened {page.url}")
     finally:
         context.close()
-    problems += recorder.network_problems() + recorder.console_errors
+    problems += recorder.network_problems(walked=True) + recorder.console_errors
     assert not problems, report("sidebar walk", problems)
 
 
@@ -366,7 +366,7 @@ def test_next_and_previous_links_walk_every_page_in_order(browser, site):
         context.close()
     assert forward == PAGES, f"following 'next' from {PAGES[0]} visits {forward}, the table of contents is {PAGES}"
     assert backward == list(reversed(PAGES)), f"following 'previous' from {forward[-1]} visits {backward}"
-    problems = recorder.network_problems() + recorder.console_errors
+    problems = recorder.network_problems(walked=True) + recorder.console_errors
     assert not problems, report("next/previous walk", problems)
 
 
