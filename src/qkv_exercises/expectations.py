@@ -136,7 +136,7 @@ def _step_expectation(step, name, steps, slip_steps, queries, keys, tol=HAND_TOL
         formula=_STEP_FORMULAS.get(step, ""),
         shape_help=step_meaning(step, expected),
         labels=_step_labels(step, queries, keys),
-        slip_values=lambda: [(slip, values.get(step)) for slip, values in slip_steps()],
+        slip_values=slips.each_part(slip_steps, step),
         hints=[rows_sum_to_one(name, tol)] if step == "A" else (),
         what=(N_("your answer, a list of rows of numbers") if expected.ndim == 2 and expected.shape[0] > 1
               else N_("your answer, a list of numbers")),
@@ -468,6 +468,7 @@ def expect_kernel_step(step: str, q, K, V, sigma: float, *, name: str, keys=None
         raise ValueError(f"unknown step {step!r}; the steps are {', '.join(_KERNEL_FORMULAS)}")
     expected = kernel_steps(q, K, V, sigma)[step][0]
     per_key = step != "prediction"
+
     def slip_values():
         found = []
         for slip in KERNEL_SLIPS:
@@ -499,6 +500,7 @@ def expect_masked_step(step: str, scores, mask, *, name: str, queries=None, keys
         raise ValueError(f"unknown step {step!r}; the steps are {', '.join(_MASKED_FORMULAS)}")
     pick = (lambda M: M) if row is None else (lambda M: M[row])
     expected = pick(masked_softmax_steps(scores, mask)[step])
+
     def slip_values():
         found = []
         for slip in MASK_SLIPS:

@@ -166,7 +166,7 @@ def judge_attention(call: Call, result, reveal: bool) -> Verdict:
                                           for slip in slips.ATTENTION_SLIPS])
     for part, step in ((weights, "A"), (output, "O")):
         expectation = Expectation(steps[step], CODE_TOLERANCE, shape_help=step_meaning(step, steps[step]),
-                                  slip_values=lambda step=step: [(s, v.get(step)) for s, v in slip_steps()],
+                                  slip_values=slips.each_part(slip_steps, step),
                                   nonfinite_hint=_(OVERFLOW_HINT), what=N_("an array"))
         name = (_("the weights of {call}") if step == "A" else _("the output of {call}")).format(call=_(call.label))
         verdict = judge_value(part, name, expectation, reveal=reveal)
@@ -487,7 +487,7 @@ def judge_online_softmax(call: Call, result, reveal: bool) -> Verdict:
             (weights, "weights", _("one weight per score ({count}), returned first").format(
                 count=len(steps["weights"])))):
         expectation = Expectation(steps[step], CODE_TOLERANCE, shape_help=shape_help,
-                                  slip_values=slips.merged(lambda step=step: [(s, v.get(step)) for s, v in slipped()]),
+                                  slip_values=slips.merged(slips.each_part(slipped, step)),
                                   nonfinite_hint=_(ONLINE_OVERFLOW_HINT), what=N_("an array"))
         name = (_("the running of {call}") if step == "running" else _("the weights of {call}")).format(
             call=_(call.label))
@@ -899,8 +899,7 @@ def judge_layer_attention(call: Call, result, reveal: bool) -> Verdict:
               _("(n, d_model) = ({n}, {d_out}): one row per token").format(n=n, d_out=d_out)))
     for part, expected, index, name, shape_help in parts:
         expectation = Expectation(expected, CODE_TOLERANCE, shape_help=shape_help,
-                                  slip_values=lambda index=index: [(s, None if v is None else v[index])
-                                                                   for s, v in slipped()],
+                                  slip_values=slips.each_part(slipped, index),
                                   nonfinite_hint=_(OVERFLOW_HINT), what=N_("an array"))
         verdict = judge_value(part, name, expectation, reveal=reveal)
         if not verdict.passed:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -354,33 +354,28 @@ def merge_heads_with_slip(Z, slip: Slip) -> np.ndarray | None:
     return None
 
 
-def merged(slip_values) -> Sequence[tuple[Slip, np.ndarray | None]]:
+def merged(slip_values) -> Callable[[], list[tuple[Slip, np.ndarray | None]]]:
     """``(slip, value)`` pairs with slips that give the same value made into one, whose advice names each
     (with sigma = 2, leaving out the 1/2 and not squaring sigma both divide by 4).
 
-    ``slip_values`` is the pairs, or a function of no argument that returns them; either way they
-    are computed and merged when the result is first read (a check reads it only for a wrong answer).
+    ``slip_values`` is the pairs, or a function of no argument that returns them. The result is a
+    function of no argument, as :class:`~qkv_exercises.checking.Expectation` takes its slips: the pairs
+    are computed and merged only when it is called (a check calls it only for a wrong answer).
     """
-    return _Merged(slip_values)
+    return lambda: _merge(slip_values() if callable(slip_values) else slip_values)
 
 
-class _Merged(Sequence):
-    """The pairs of :func:`merged`, computed on first reading."""
+def each_part(slipped: Callable[[], list], part) -> Callable[[], list[tuple[Slip, np.ndarray | None]]]:
+    """A function of no argument giving ``(slip, one part of its value)`` for each ``(slip, value)`` of
+    ``slipped()``: ``value.get(part)`` of a dict of steps, ``value[part]`` of a tuple of results, None
+    when the slip gives no value. ``slipped`` is called only when the pairs are asked for; a judge that
+    compares several parts of one result shares it between them with ``functools.cache``."""
 
-    def __init__(self, source):
-        self._source, self._pairs = source, None
+    def pairs():
+        return [(slip, None if value is None else value.get(part) if isinstance(value, dict) else value[part])
+                for slip, value in slipped()]
 
-    def _merged(self) -> list[tuple[Slip, np.ndarray | None]]:
-        if self._pairs is None:
-            source = self._source() if callable(self._source) else self._source
-            self._pairs, self._source = _merge(source), None
-        return self._pairs
-
-    def __getitem__(self, index):
-        return self._merged()[index]
-
-    def __len__(self) -> int:
-        return len(self._merged())
+    return pairs
 
 
 def _merge(slip_values) -> list[tuple[Slip, np.ndarray | None]]:

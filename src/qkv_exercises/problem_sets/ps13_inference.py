@@ -41,6 +41,7 @@ from ..checks import Call, ProblemSet, Raised, ValueCheck, function_checks
 from ..expectations import WHOLE_NUMBER
 from ..functions import judge_boolean
 from ..language import N_, _
+from ..slips import each_part
 from ..variants import VariantDraw, apart_from_seed
 from ..variants.delivery import grouped_readings
 from ..variants.inference import cache_gib, window_entries
@@ -360,8 +361,7 @@ def judge_gqa(call: Call, result, reveal: bool) -> Verdict:
             expected[index], CODE_TOLERANCE,
             shape_help=_("(h, n, d_v): one output row per query head and query") if index == 0 else
             _("(h, n, m): one row of weights per query head and query"),
-            slip_values=lambda index=index: [(slip, None if value is None else value[index])
-                                             for slip, value in slipped()],
+            slip_values=each_part(slipped, index),
             what=_("an array"))
         verdict = judge_value(result[index], name.format(call=_(call.label)), expectation, reveal=reveal)
         if not verdict.passed:

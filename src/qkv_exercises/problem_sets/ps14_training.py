@@ -31,7 +31,7 @@ from .. import variants
 from ..checking import CODE_TOLERANCE, HAND_TOLERANCE, Expectation, Verdict, judge_value
 from ..checks import Call, ProblemSet, Raised, ValueCheck, function_checks
 from ..functions import not_a_tuple
-from ..slips import NO_SQRT_DK, Slip
+from ..slips import NO_SQRT_DK, Slip, each_part
 from ..variants import VariantDraw, apart_from_seed
 from ..language import N_, _
 
@@ -271,8 +271,7 @@ def judge_attention_backward(call: Call, result, reveal: bool) -> Verdict:
     for index, name in enumerate(("dQ", "dK", "dV")):
         expectation = Expectation(
             expected[index], CODE_TOLERANCE, shape_help=_("the shape of {array}").format(array=name[1]),
-            slip_values=lambda index=index: [(slip, None if values is None else values[index])
-                                             for slip, values in slipped()],
+            slip_values=each_part(slipped, index),
             what=_("an array"))
         verdict = judge_value(result[index], _("{array} of {call}").format(array=name, call=_(call.label)),
                               expectation, reveal=reveal)
