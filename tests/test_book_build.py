@@ -17,7 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
-import parallel_build  # noqa: E402  (a Sphinx extension of the book, in book/_ext)
+import myst_defaults  # noqa: E402  (Sphinx extensions of the book, in book/_ext)
+import parallel_build  # noqa: E402
 
 
 def fake_app(**extensions):
@@ -74,3 +75,32 @@ def test_glue_in_a_chapter_compiles_no_iri_grammar():
     iri_grammar, jsonschema = result.stdout.split()
     assert jsonschema == "True", "glue no longer imports jsonschema: this test and rfc3987 in requirements.txt can go"
     assert iri_grammar == "False", "jsonschema loaded rfc3987_syntax: is rfc3987 installed?"
+
+
+def test_a_documents_default_settings_are_docutils_own_and_its_own_objects():
+    """myst-parser's make_document, made cheaper for the translated paragraphs: each document gets
+    the values docutils' get_default_settings gives, in objects no other document shares."""
+    from docutils.frontend import get_default_settings
+    from docutils.parsers.rst import Parser as RSTParser
+
+    first, second = myst_defaults.make_document(), myst_defaults.make_document("page.md")
+    expected = {name: repr(value) for name, value in vars(get_default_settings(RSTParser)).items()}
+    assert {name: repr(value) for name, value in vars(first.settings).items()} == expected
+    assert second["source"] == "page.md"
+    first.settings.report_level = 5
+    first.settings.record_dependencies.add("chapter.md")
+    assert second.settings.report_level == 2 and second.settings.record_dependencies.list == []
+    assert myst_defaults.make_document().settings.record_dependencies.list == []
+
+
+def test_only_the_reviewed_myst_parser_gets_that_make_document(monkeypatch):
+    from myst_parser.mdit_to_docutils import base
+
+    own = base.make_document
+    monkeypatch.setattr(myst_defaults.myst_parser, "__version__", "4.0.0")
+    myst_defaults.setup(SimpleNamespace())
+    assert base.make_document is own, "4.0.0 was never read"
+    monkeypatch.setattr(myst_defaults.myst_parser, "__version__", myst_defaults.REVIEWED)
+    monkeypatch.setattr(base, "make_document", own)  # put back after the test
+    myst_defaults.setup(SimpleNamespace())
+    assert base.make_document is myst_defaults.make_document

@@ -73,6 +73,27 @@ def test_an_equation_label_belongs_to_its_own_formula(mathjax):
     assert not first.errors and not again.errors, (first.errors, again.errors)
 
 
+def test_the_second_edition_reads_each_formula_the_first_typeset_and_starts_no_mathjax(mathjax, tmp_path):
+    """Both editions share a build folder: what the English build typeset (its errors too) is read back
+    by the 繁體中文 one, the same as MathJax gives it; other TeX options are another typesetting."""
+    formulas = [(r"\frac{QK^\top}{\sqrt{d_k}}", False), (r"A^{(1)}_{\text{補償}}", True), (r"\softmaks(x)", False)]
+    english = static_math.SharedTypesetter({}, tmp_path)
+    typeset = [english.typeset(tex, display) for tex, display in formulas]
+    css = english.stylesheet()
+    english.close()
+    assert typeset == [mathjax.typeset(tex, display) for tex, display in formulas]
+    assert typeset[2].errors and not typeset[0].errors
+
+    chinese = static_math.SharedTypesetter({}, tmp_path)
+    assert [chinese.typeset(tex, display) for tex, display in formulas] == typeset
+    assert chinese.stylesheet() == css
+    assert chinese._process is None, "a formula kept in the build folder was typeset again"
+    other_options = static_math.SharedTypesetter({"macros": {"softmaks": r"\mathrm{softmax}"}}, tmp_path)
+    assert not other_options.typeset(r"\softmaks(x)", display=False).errors
+    assert other_options._process is not None
+    other_options.close()
+
+
 def math_block(text: str, *, nowrap: bool = False, classes: tuple[str, ...] = ()) -> nodes.math_block:
     return nodes.math_block(text, text, nowrap=nowrap, classes=list(classes))
 

@@ -29,14 +29,18 @@ font for a moment would show other glyphs at other widths.
 A formula MathJax cannot typeset (an undefined control sequence, a missing brace) is a warning
 that names its page and line; ``make site`` turns warnings into errors.
 
-Each Sphinx process starts one node process at the first formula it writes and sends it one
-formula at a time over a pipe. Sphinx writes pages in forked processes, so a process never uses
-the node process of the one it was forked from.
+Each Sphinx process starts one node process at the first formula it has to typeset and sends it
+one formula at a time over a pipe. Sphinx writes pages in forked processes, so a process never uses
+the node process of the one it was forked from. Every formula typeset is kept in the build folder
+(``static-math/``), and the 繁體中文 edition, built after the English one, has the same formulas:
+it reads them there and starts no node at all (:class:`SharedTypesetter`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -55,8 +59,10 @@ from fontTools.ttLib import TTFont
 
 RENDERER = "static_math"
 MATHJAX_ES5 = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
+MATHJAX_VERSION = importlib.metadata.version("django-static-mathjax")  # MathJax 3.2.2
 MATHJAX_FONTS = MATHJAX_ES5 / "output" / "chtml" / "fonts" / "woff-v2"
 TYPESETTER = Path(__file__).with_name("static_math.js")
+KEPT_FOLDER = "static-math"  # in the build folder that both editions share (SharedTypesetter)
 STYLESHEET = "mathjax/chtml.css"  # under _static/; its fonts in mathjax/fonts/
 NODE_MISSING = (
     "the site's math is typeset when it is built, by MathJax in node, and `node` is not on PATH: "
@@ -119,7 +125,6 @@ class MathJaxProcess:
         if node is None:
             raise ExtensionError(NODE_MISSING)
         self.pid = os.getpid()
-        self._typeset: dict[tuple[str, bool], Typeset] = {}
         self._process = subprocess.Popen(
             [node, str(TYPESETTER), str(MATHJAX_ES5), json.dumps(tex_options)],
             stdin=subprocess.PIPE,
@@ -146,12 +151,9 @@ class MathJaxProcess:
         return self._answer()
 
     def typeset(self, tex: str, display: bool) -> Typeset:
-        """``tex`` as CommonHTML with its assistive MathML; each formula is asked for once."""
-        key = (tex, display)
-        if key not in self._typeset:
-            answer = self._ask({"tex": tex, "display": display})
-            self._typeset[key] = Typeset(answer["html"], tuple(answer["errors"]))
-        return self._typeset[key]
+        """``tex`` as CommonHTML with its assistive MathML."""
+        answer = self._ask({"tex": tex, "display": display})
+        return Typeset(answer["html"], tuple(answer["errors"]))
 
     def stylesheet(self) -> str:
         """The CSS of MathJax's CommonHTML output, for every character of its TeX fonts."""
@@ -163,21 +165,87 @@ class MathJaxProcess:
             self._process.wait(timeout=30)
 
 
-_process: MathJaxProcess | None = None
+class SharedTypesetter:
+    """What MathJax typesets for a build folder: each formula typeset once, whichever edition asks first.
+
+    The two editions have the same formulas (a translation keeps every formula of its source), so
+    the 繁體中文 edition's build, which comes second, reads what the English one typeset instead of
+    typesetting it again. Each answer is kept in ``folder`` (``static-math/`` in the build folder the
+    editions share, beside ``measurements/``), in a file named after a hash of the request and of
+    what typesets it: MathJax's version, ``static_math.js`` and the TeX options. Another of any of
+    them is another file, so a kept answer is never stale. ``folder=None`` keeps nothing on disk.
+
+    MathJax in node starts at the first request that no file answers: a build whose formulas are
+    all kept starts none.
+    """
+
+    def __init__(self, tex_options: dict, folder: Path | None):
+        self.tex_options = tex_options
+        self.folder = folder
+        self.pid = os.getpid()
+        self._typeset: dict[tuple[str, bool], Typeset] = {}
+        self._process: MathJaxProcess | None = None
+        typesetter = hashlib.sha256(TYPESETTER.read_bytes()).hexdigest()
+        self._identity = json.dumps([MATHJAX_VERSION, typesetter, tex_options], sort_keys=True)
+
+    def _kept(self, request: dict, ask) -> dict:
+        """The answer to ``request``: from its file, or from MathJax (and then kept in its file)."""
+        if self.folder is None:
+            return ask()
+        key = hashlib.sha256(f"{self._identity}\n{json.dumps(request, sort_keys=True)}".encode()).hexdigest()
+        path = self.folder / f"{key}.json"
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            pass  # not kept yet (or cut short by a build stopped while writing: typeset it again)
+        answer = ask()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+        partial.write_text(json.dumps(answer), encoding="utf-8")
+        partial.replace(path)  # a reading process never sees half a file
+        return answer
+
+    def mathjax(self) -> MathJaxProcess:
+        if self._process is None:
+            self._process = MathJaxProcess(self.tex_options)
+        return self._process
+
+    def typeset(self, tex: str, display: bool) -> Typeset:
+        """``tex`` as CommonHTML with its assistive MathML; each formula is asked for once."""
+        key = (tex, display)
+        if key not in self._typeset:
+            def ask() -> dict:
+                typeset = self.mathjax().typeset(tex, display)
+                return {"html": typeset.html, "errors": list(typeset.errors)}
+            answer = self._kept({"tex": tex, "display": display}, ask)
+            self._typeset[key] = Typeset(answer["html"], tuple(answer["errors"]))
+        return self._typeset[key]
+
+    def stylesheet(self) -> str:
+        """The CSS of MathJax's CommonHTML output, for every character of its TeX fonts."""
+        return self._kept({"stylesheet": True}, lambda: {"css": self.mathjax().stylesheet()})["css"]
+
+    def close(self) -> None:
+        if self._process is not None:
+            self._process.close()
 
 
-def mathjax_process(app) -> MathJaxProcess:
-    """This Sphinx process's MathJax, started on first use (a forked process starts its own)."""
-    global _process
-    if _process is None or _process.pid != os.getpid():
+_typesetter: SharedTypesetter | None = None
+
+
+def typesetter(app) -> SharedTypesetter:
+    """This Sphinx process's typesetter (a forked process makes its own: it starts its own node)."""
+    global _typesetter
+    if _typesetter is None or _typesetter.pid != os.getpid():
         mathjax3_config = getattr(app.config, "mathjax3_config", None) or {}
-        _process = MathJaxProcess(mathjax3_config.get("tex", {}))
-    return _process
+        folder = Path(app.doctreedir).parent / KEPT_FOLDER
+        _typesetter = SharedTypesetter(mathjax3_config.get("tex", {}), folder)
+    return _typesetter
 
 
 def typeset(translator, node: nodes.Element, tex: str, display: bool) -> str:
     """The HTML of one formula; what MathJax could not typeset is a warning at the formula's line."""
-    result = mathjax_process(translator.builder.app).typeset(tex, display)
+    result = typesetter(translator.builder.app).typeset(tex, display)
     for error in result.errors:
         logger.warning(f"MathJax cannot typeset {tex!r}: {error}", location=node)
     return result.html
@@ -295,7 +363,7 @@ def math_fonts(app) -> MathFonts:
     """This process's :class:`MathFonts`, from its MathJax's stylesheet."""
     global _math_fonts
     if _math_fonts is None:
-        _math_fonts = MathFonts(mathjax_process(app).stylesheet())
+        _math_fonts = MathFonts(typesetter(app).stylesheet())
     return _math_fonts
 
 
@@ -369,7 +437,7 @@ def write_stylesheet_and_fonts(app, exception) -> None:
         return
     target = Path(app.outdir) / "_static" / STYLESHEET
     target.parent.mkdir(parents=True, exist_ok=True)
-    full_css = mathjax_process(app).stylesheet()
+    full_css = typesetter(app).stylesheet()
     drawn = drawn_in_pages(app, math_fonts(app))
     css = only_what_is_drawn(full_css, drawn) + MATCH_THE_TEXT_AROUND
     if not target.is_file() or target.read_text(encoding="utf-8") != css:
