@@ -4,8 +4,9 @@ A student who opens a chapter in JupyterLab (``.venv/bin/jupyter lab``) and runs
 the website shows: the MyST prose rendered (by jupyterlab-myst), the numbers in the prose filled
 in by ``{eval}``, and the code of ``qkv`` shown by ``show_source``. This test starts JupyterLab on
 127.0.0.1 with a random token, a settings folder of its own (chapters open as Jupytext notebooks;
-no news, no update check, no autosave) and a copy of ``book/``, opens every notebook chapter of the
-table of contents, runs all its cells, and reads what JupyterLab drew:
+no news, no update check, no autosave) and a copy of ``book/``, loads the lab once in one browser
+page, opens there every notebook chapter of the table of contents in turn (as a student opens one
+file after another, each with its own kernel), runs all its cells, and reads what JupyterLab drew:
 
 - no raw ``{eval}``/``{glue}`` role, no expression left unevaluated, no error in the prose;
 - the numbers in the prose are, one by one, the numbers the built website shows for that chapter;
@@ -77,7 +78,8 @@ def lab(tmp_path_factory):
     # A copy of the chapters: opening a notebook may rewrite its header, and the repository stays as it is.
     served = home / "course"
     shutil.copytree(ROOT / "book", served / "book", ignore=shutil.ignore_patterns("_build", ".ipynb_checkpoints"))
-    with jupyter("lab", served, home, "--LabApp.news_url=") as (base, token):
+    # window.jupyterapp: the page opens and closes documents with the lab's own commands
+    with jupyter("lab", served, home, "--LabApp.news_url=", "--LabApp.expose_app_in_browser=True") as (base, token):
         yield Lab(base, token, served)
 
 
@@ -86,9 +88,54 @@ def browser():
     yield from chromium_for_a_module()
 
 
+class LabPage:
+    """One browser page with JupyterLab loaded, in which the module's notebooks are opened one after another.
+
+    Loading the lab's application costs seconds of the browser's time; a notebook opened in an already
+    loaded lab starts its own kernel all the same. After a notebook that went wrong, the lab is loaded
+    afresh (:meth:`ready`), so that one chapter's failure is not the next one's."""
+
+    def __init__(self, browser, lab: Lab):
+        self.lab = lab
+        self.recorder = Recorder(lab.base)
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.context.set_default_timeout(60_000)
+        self.page = self.context.new_page()
+        self.recorder.attach(self.page)
+        self.loaded = False
+        self.reported = 0  # how many of recorder.outside a notebook's run has returned
+
+    def ready(self):
+        """The page, with the lab loaded (?reset: a fresh workspace, no document open)."""
+        if not self.loaded:
+            self.page.goto(f"{self.lab.base}lab?reset&token={self.lab.token}")
+            self.page.wait_for_function("() => window.jupyterapp !== undefined", timeout=90_000)
+            self.page.evaluate("() => window.jupyterapp.restored.then(() => true)")
+            self.loaded = True
+        return self.page
+
+
+@pytest.fixture(scope="module")
+def lab_page(browser, lab):
+    page = LabPage(browser, lab)
+    yield page
+    page.context.close()
+
+
 # Every cell drawn once the notebook has run: markdown cells (their rendered text, their inline
-# expressions), code cells (their prompt, whether they ended in an error, the code blocks they show).
+# expressions), code cells (their prompt, the errors they ended in, the code blocks they show). The lab
+# draws an error as it draws any text sent to stderr (a warning), so a code cell's errors are read from
+# the notebook's model: its outputs of type "error".
 READ_NOTEBOOK = """() => {
+  const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  const models = new Map((panel && panel.content && panel.content.widgets ? panel.content.widgets : [])
+    .map((widget) => [widget.node, widget.model]));
+  const errorsOf = (cell) => {
+    const model = models.get(cell);
+    if (!model || !model.outputs) return ['the notebook model of this cell was not found'];
+    return model.outputs.toJSON().filter((output) => output.output_type === 'error')
+      .map((output) => `${output.ename}: ${output.evalue}`.slice(0, 300));
+  };
   const cells = [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell')];
   return cells.map((cell) => {
     if (cell.classList.contains('jp-MarkdownCell')) {
@@ -99,28 +146,38 @@ READ_NOTEBOOK = """() => {
     }
     const prompt = cell.querySelector('.jp-InputPrompt');
     return {type: 'code', prompt: prompt ? prompt.innerText.trim() : '',
-            errors: [...cell.querySelectorAll('[data-mime-type="application/vnd.jupyter.error"]')]
-                      .map((e) => e.innerText.slice(0, 300)),
+            errors: errorsOf(cell),
             code: [...cell.querySelectorAll('.jp-OutputArea pre, .jp-OutputArea code')].map((e) => e.innerText)};
   });
 }"""
 
 
-def run_chapter(browser, lab, source: Path, screenshot: Path, tree_path: str = "", settled=None):
+# Open a file as a double click in the file browser does (with the default viewer the settings give it).
+OPEN = "async (path) => { await window.jupyterapp.commands.execute('docmanager:open', {path}); return true; }"
+# Close every document of the main area without asking to save it (nothing is saved: the lab serves a copy).
+CLOSE_ALL = """async () => {
+  const app = window.jupyterapp;
+  for (const widget of Array.from(app.shell.widgets('main'))) {
+    if (widget.context) widget.context.model.dirty = false;
+    widget.dispose();
+  }
+  return document.querySelectorAll('.jp-NotebookPanel').length;
+}"""
+
+
+def run_chapter(lab_page: LabPage, source: Path, screenshot: Path, tree_path: str = "", settled=None):
     """Open ``source`` (a chapter; or ``tree_path``, a notebook of the lab's folder) and run all its cells.
 
+    Returns what the lab drew (``READ_NOTEBOOK``) and the requests that left the lab's server meanwhile
+    (and while the lab was loaded, for the first notebook after a load).
     ``settled(cells)``, if given, says when the page shows all it should: the lab renders a markdown
     cell's expressions when their replies arrive, which on a loaded machine can be seconds after the
     last code cell ran, so the page is read again until then (at most 30 s more)."""
-    base, token = lab.base, lab.token
-    recorder = Recorder(base)
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(60_000)
-    page = context.new_page()
-    recorder.attach(page)
+    lab = lab_page.lab
+    page = lab_page.ready()
+    finished = False
     try:
-        # ?reset: a fresh workspace, with this chapter as its only tab
-        page.goto(f"{base}lab/tree/{tree_path or source.relative_to(ROOT).as_posix()}?reset&token={token}")
+        page.evaluate(OPEN, tree_path or source.relative_to(ROOT).as_posix())
         page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=90_000)
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
         page.click(".jp-NotebookPanel .jp-Notebook")
@@ -159,9 +216,17 @@ def run_chapter(browser, lab, source: Path, screenshot: Path, tree_path: str = "
             page.wait_for_timeout(500)
             cells = page.evaluate(READ_NOTEBOOK)
         page.screenshot(path=str(screenshot), full_page=False)
-        return cells, recorder
+        finished = True
+        # what left the server since the last notebook's run: loading the lab (if it was), and this notebook
+        return cells, lab_page.recorder.outside[lab_page.reported:]
     finally:
-        context.close()
+        lab_page.reported = len(lab_page.recorder.outside)
+        try:
+            if page.evaluate(CLOSE_ALL):
+                finished = False  # a notebook is still drawn
+        except Exception:  # noqa: BLE001 - the page is loaded afresh for the next notebook
+            finished = False
+        lab_page.loaded = finished
         shut_down_kernels(lab)
 
 
@@ -243,17 +308,16 @@ def missing_number(cells, patterns: list[tuple[str, re.Pattern]]) -> str | None:
 
 
 @pytest.mark.parametrize("source", CHAPTERS, ids=lambda p: p.stem)
-def test_chapter_runs_and_renders_in_jupyterlab(browser, lab, built_site, source, tmp_path):
+def test_chapter_runs_and_renders_in_jupyterlab(lab_page, lab, built_site, source):
     screenshots = ROOT / "_build" / "screenshots"
     screenshots.mkdir(parents=True, exist_ok=True)
     expected = website_numbers(built_site, source)
     patterns = number_patterns(source, expected)
-    cells, recorder = run_chapter(browser, lab, source, screenshots / f"jupyterlab-{source.stem}.png",
-                                  settled=lambda cells: missing_number(cells, patterns) is None)
+    cells, outside = run_chapter(lab_page, source, screenshots / f"jupyterlab-{source.stem}.png",
+                                 settled=lambda cells: missing_number(cells, patterns) is None)
     text = source.read_text(encoding="utf-8")
     lab_socket = "WebSocket " + lab.base.replace("http://", "ws://")  # the kernel's own channels
-    problems = [f"request leaving the lab server (blocked): {r}" for r in recorder.outside
-                if not r.startswith(lab_socket)]
+    problems = [f"request leaving the lab server (blocked): {r}" for r in outside if not r.startswith(lab_socket)]
     markdown = [c for c in cells if c["type"] == "markdown"]
     code = [c for c in cells if c["type"] == "code"]
     if not markdown or not code:
@@ -283,7 +347,7 @@ ZH_PROBLEM_SET = "ps1_qkv"
 HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 
 
-def test_a_chinese_problem_set_runs_in_jupyterlab_and_its_checks_speak_chinese(browser, lab, built_site):
+def test_a_chinese_problem_set_runs_in_jupyterlab_and_its_checks_speak_chinese(lab_page, lab, built_site):
     """The 繁體中文 download of problem set 1 (``zh-TW/exercises/ps1_qkv.zip`` of the built site), opened in
     JupyterLab and run before any answer is written: every cell runs, and what the checks print (the
     banner, each verdict, the summary) is Chinese, as its metadata says, with no English sentence left."""
@@ -292,8 +356,8 @@ def test_a_chinese_problem_set_runs_in_jupyterlab_and_its_checks_speak_chinese(b
     notebook = f"zh-TW/{ZH_PROBLEM_SET}/{ZH_PROBLEM_SET}.ipynb"
     screenshots = ROOT / "_build" / "screenshots"
     screenshots.mkdir(parents=True, exist_ok=True)
-    cells, _recorder = run_chapter(browser, lab, lab.folder / notebook,
-                                   screenshots / f"jupyterlab-zh-TW-{ZH_PROBLEM_SET}.png", tree_path=notebook)
+    cells, _outside = run_chapter(lab_page, lab.folder / notebook,
+                                  screenshots / f"jupyterlab-zh-TW-{ZH_PROBLEM_SET}.png", tree_path=notebook)
     code = [c for c in cells if c["type"] == "code"]
     printed = [line for c in code for block in c["code"] for line in block.splitlines() if line.strip()]
     verdicts = [line for line in printed if line.lstrip().startswith(("\u2713", "\u2717"))]
