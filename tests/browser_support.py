@@ -53,6 +53,10 @@ CHROMIUM_FLAGS = [
 # Wide enough for the theme to show the primary sidebar (it collapses below 960 px).
 VIEWPORT = {"width": 1280, "height": 900}
 PAGE_TIMEOUT_MS = 60_000
+# Each page visited leaves a screenshot in _build/screenshots/ for review: of what a reader sees first,
+# or, with QKV_SCREENSHOTS=full in the environment, of the whole page (seconds of the browser's time a
+# page, ten for the reference). The checks never read the pictures.
+FULL_PAGE_SCREENSHOTS = os.environ.get("QKV_SCREENSHOTS", "") == "full"
 
 # What raw TeX looks like in a reader's text: \( \) \[ \] delimiters, $$, or any command such as
 # \sqrt or \begin (a title whose math was flattened to text shows "\sqrt{d_k}" with no delimiters).
@@ -462,7 +466,7 @@ def visit(browser, base: str, docname: str, screenshot_dir: Path | None) -> Page
         result.favicon = navigation["icon"] or urllib.parse.urljoin(base, "/favicon.ico")
         if screenshot_dir is not None:
             result.screenshot = screenshot_dir / (docname.replace("/", "__") + ".png")
-            page.screenshot(path=str(result.screenshot), full_page=True)
+            page.screenshot(path=str(result.screenshot), full_page=FULL_PAGE_SCREENSHOTS)
         result.chrome = page.evaluate(CHROME)  # after the screenshot: it may scroll the sidebar
         # Last, because it rewraps the page's text in probe spans.
         result.cjk = probe_cjk_fonts(context, page)
@@ -640,7 +644,7 @@ def visit_phone(browser, base: str, docname: str, screenshot_dir: Path | None) -
         result.layout = page.evaluate(LAYOUT)
         if screenshot_dir is not None:
             result.screenshot = screenshot_dir / ("phone-" + docname.replace("/", "__") + ".png")
-            page.screenshot(path=str(result.screenshot), full_page=True)
+            page.screenshot(path=str(result.screenshot), full_page=FULL_PAGE_SCREENSHOTS)
         return result
     finally:
         context.close()

@@ -13,7 +13,8 @@ scrolling sideways (on a phone, code may scroll, and so may an equation too wide
 size that it may shrink to, in its own box), and every picture has alt text and a caption. At
 1280 px a page shows one search field, and nothing covers the sidebar's site title.
 
-A full-page screenshot of every page, at both widths, goes to ``_build/screenshots/`` for review, with the measured
+A screenshot of every page, at both widths, goes to ``_build/screenshots/`` for review (of its first screen;
+of the whole page with ``QKV_SCREENSHOTS=full``), with the measured
 load times (navigation start to the load event, and MathJax's first typesetting on a page that
 loads MathJax) in ``load-times.txt``; bench/page_ready.py measures page ready against a plain page.
 """
@@ -37,6 +38,7 @@ from .browser_support import (
     CHROME,
     CHROMIUM,
     FIGURES,
+    FULL_PAGE_SCREENSHOTS,
     LAYOUT,
     MATH,
     PHONE,
@@ -385,7 +387,7 @@ def test_search_finds_softmax(browser, site, screenshots):
         with contextlib.suppress(PlaywrightTimeout):  # the results' summaries arrive one by one
             page.wait_for_function(f"() => ({MATH})({json.dumps(RAW_TEX)}).rawTex.length === 0", timeout=10_000)
         math = page.evaluate(MATH, RAW_TEX)
-        page.screenshot(path=str(screenshots / "search-softmax.png"), full_page=True)
+        page.screenshot(path=str(screenshots / "search-softmax.png"), full_page=FULL_PAGE_SCREENSHOTS)
     finally:
         context.close()
     chapters = {docname_of(site, url) for url in hits} & set(PAGES)
