@@ -17,7 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
-import myst_defaults  # noqa: E402  (Sphinx extensions of the book, in book/_ext)
+import kernel_start  # noqa: E402  (Sphinx extensions of the book, in book/_ext)
+import myst_defaults  # noqa: E402
 import parallel_build  # noqa: E402
 
 
@@ -104,3 +105,101 @@ def test_only_the_reviewed_myst_parser_gets_that_make_document(monkeypatch):
     monkeypatch.setattr(base, "make_document", own)  # put back after the test
     myst_defaults.setup(SimpleNamespace())
     assert base.make_document is myst_defaults.make_document
+
+
+def _one_cell_client(tmp_path):
+    """myst-nb's inline execution client of a notebook of one cell, ``print(6 * 7)``, as a chapter's."""
+    import logging
+
+    import nbformat
+    from myst_nb.core.config import NbParserConfig
+    from myst_nb.core.execute.inline import NotebookClientInline
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    (tmp_path / "chapter.ipynb").write_text(nbformat.writes(notebook), encoding="utf-8")
+    return NotebookClientInline(notebook, tmp_path / "chapter.ipynb", NbParserConfig(), logging.getLogger("test"))
+
+
+@pytest.fixture
+def kernels(monkeypatch):
+    """The kernel managers made (``made``); while ``next_port_taken`` is true, the next port jupyter_client
+    chooses for a kernel is one another socket holds, as when another program takes it between
+    jupyter_client's choice and the kernel's bind (then ``next_port_taken`` is false again)."""
+    import socket
+
+    from jupyter_client.connect import LocalPortCache
+    from nbclient import NotebookClient
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    state = SimpleNamespace(made=[], next_port_taken=False)
+    find_available_port, create = LocalPortCache.find_available_port, NotebookClient.create_kernel_manager
+
+    def find_a_port(self, ip):
+        if state.next_port_taken:
+            state.next_port_taken = False
+            return taken.getsockname()[1]
+        return find_available_port(self, ip)
+
+    def create_kernel_manager(self):
+        state.made.append(create(self))
+        return state.made[-1]
+
+    monkeypatch.setattr(LocalPortCache, "find_available_port", find_a_port)
+    monkeypatch.setattr(NotebookClient, "create_kernel_manager", create_kernel_manager)
+    yield state
+    taken.close()
+
+
+def test_a_kernel_that_dies_as_it_starts_is_started_again_on_new_ports(tmp_path, monkeypatch, kernels):
+    from myst_nb.core.execute.inline import NotebookClientInline
+
+    original = getattr(NotebookClientInline.start_client, "__wrapped__", NotebookClientInline.start_client)
+    monkeypatch.setattr(NotebookClientInline, "start_client", original)
+    kernels.next_port_taken = True
+    with pytest.raises(RuntimeError, match="Kernel died"):  # without the extension: the page fails
+        with _one_cell_client(tmp_path):
+            pass
+    assert len(kernels.made) == 1
+    monkeypatch.setattr(NotebookClientInline, "start_client", kernel_start.retrying(original))
+    kernels.made.clear()
+    kernels.next_port_taken = True
+    with _one_cell_client(tmp_path) as client:
+        _count, outputs = client.code_cell_outputs(0)
+    assert len(kernels.made) == 2, "a second kernel manager chose new ports and started"
+    assert [output.get("text") for output in outputs] == ["42\n"]
+
+
+def test_a_start_that_fails_otherwise_or_every_time_is_not_tried_again():
+    calls = []
+
+    def fails_with(message):
+        def start_client(self):
+            calls.append(message)
+            raise RuntimeError(message)
+        return start_client
+
+    client = SimpleNamespace(path="chapter.md")
+    with pytest.raises(RuntimeError, match="No such kernel"):
+        kernel_start.retrying(fails_with("No such kernel named python9"))(client)
+    assert len(calls) == 1, "a failure other than a dead kernel is raised at once"
+    calls.clear()
+    with pytest.raises(RuntimeError, match="Kernel died"):
+        kernel_start.retrying(fails_with("Kernel died before replying to kernel_info"))(client)
+    assert len(calls) == kernel_start.ATTEMPTS
+
+
+def test_only_the_reviewed_myst_nb_gets_that_start(monkeypatch):
+    from myst_nb.core.execute.inline import NotebookClientInline
+
+    own = getattr(NotebookClientInline.start_client, "__wrapped__", NotebookClientInline.start_client)
+    monkeypatch.setattr(NotebookClientInline, "start_client", own)
+    monkeypatch.setattr(kernel_start.myst_nb, "__version__", "1.5.0")
+    kernel_start.setup(SimpleNamespace())
+    assert NotebookClientInline.start_client is own, "1.5.0 was never read"
+    monkeypatch.setattr(kernel_start.myst_nb, "__version__", kernel_start.REVIEWED)
+    kernel_start.setup(SimpleNamespace())
+    kernel_start.setup(SimpleNamespace())
+    assert NotebookClientInline.start_client.__wrapped__ is own, "wrapped once, however often set up"
