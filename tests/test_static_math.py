@@ -24,9 +24,10 @@ import static_math  # noqa: E402
 
 @pytest.fixture(scope="module")
 def mathjax():
-    process = static_math.MathJaxProcess({})
-    yield process
-    process.close()
+    """MathJax in node, keeping nothing on disk."""
+    typesetter = static_math.SharedTypesetter({}, None)
+    yield typesetter
+    typesetter.close()
 
 
 def parsed(html: str) -> BeautifulSoup:

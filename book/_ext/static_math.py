@@ -145,19 +145,11 @@ class MathJaxProcess:
             )
         return json.loads(line)
 
-    def _ask(self, request: dict) -> dict:
+    def ask(self, request: dict) -> dict:
+        """``static_math.js``'s answer to one request (see :class:`SharedTypesetter`)."""
         self._process.stdin.write(json.dumps(request) + "\n")
         self._process.stdin.flush()
         return self._answer()
-
-    def typeset(self, tex: str, display: bool) -> Typeset:
-        """``tex`` as CommonHTML with its assistive MathML."""
-        answer = self._ask({"tex": tex, "display": display})
-        return Typeset(answer["html"], tuple(answer["errors"]))
-
-    def stylesheet(self) -> str:
-        """The CSS of MathJax's CommonHTML output, for every character of its TeX fonts."""
-        return self._ask({"stylesheet": True})["css"]
 
     def close(self) -> None:
         if self._process.poll() is None:
@@ -188,17 +180,17 @@ class SharedTypesetter:
         typesetter = hashlib.sha256(TYPESETTER.read_bytes()).hexdigest()
         self._identity = json.dumps([MATHJAX_VERSION, typesetter, tex_options], sort_keys=True)
 
-    def _kept(self, request: dict, ask) -> dict:
+    def _kept(self, request: dict) -> dict:
         """The answer to ``request``: from its file, or from MathJax (and then kept in its file)."""
         if self.folder is None:
-            return ask()
+            return self.mathjax().ask(request)
         key = hashlib.sha256(f"{self._identity}\n{json.dumps(request, sort_keys=True)}".encode()).hexdigest()
         path = self.folder / f"{key}.json"
         try:
             return json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             pass  # not kept yet (or cut short by a build stopped while writing: typeset it again)
-        answer = ask()
+        answer = self.mathjax().ask(request)
         self.folder.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
         partial.write_text(json.dumps(answer), encoding="utf-8")
@@ -214,16 +206,13 @@ class SharedTypesetter:
         """``tex`` as CommonHTML with its assistive MathML; each formula is asked for once."""
         key = (tex, display)
         if key not in self._typeset:
-            def ask() -> dict:
-                typeset = self.mathjax().typeset(tex, display)
-                return {"html": typeset.html, "errors": list(typeset.errors)}
-            answer = self._kept({"tex": tex, "display": display}, ask)
+            answer = self._kept({"tex": tex, "display": display})
             self._typeset[key] = Typeset(answer["html"], tuple(answer["errors"]))
         return self._typeset[key]
 
     def stylesheet(self) -> str:
         """The CSS of MathJax's CommonHTML output, for every character of its TeX fonts."""
-        return self._kept({"stylesheet": True}, lambda: {"css": self.mathjax().stylesheet()})["css"]
+        return self._kept({"stylesheet": True})["css"]
 
     def close(self) -> None:
         if self._process is not None:
