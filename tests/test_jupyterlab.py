@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 import pytest
 
-from .browser_support import Recorder, chromium_for_a_module, jupyter
+from .browser_support import Recorder, chromium_for_a_module, jupyter, new_page
 from .test_chapter_sources import notebook_chapters
 from .test_exercises_messages_zh_tw import english_runs
 
@@ -98,10 +98,7 @@ class LabPage:
     def __init__(self, browser, lab: Lab):
         self.lab = lab
         self.recorder = Recorder(lab.base)
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
-        self.context.set_default_timeout(60_000)
-        self.page = self.context.new_page()
-        self.recorder.attach(self.page)
+        self.context, self.page = new_page(browser, self.recorder)  # 1280 px wide, 60 s for each step
         self.loaded = False
         self.reported = 0  # how many of recorder.outside a notebook's run has returned
 
