@@ -7,9 +7,10 @@
 Runs ``make test`` with the plugin ``bench/suite_timer.py``, which records, in every pytest
 process (the xdist workers too), each test's setup, call and teardown and each fixture's own
 setup: wall seconds, and CPU seconds (user + sys) of the process and of the child processes it
-reaped (kernels, the book build, sandboxes). On a shared machine wall time stretches with the
-load, so the load average is sampled during the run and printed beside the totals; CPU seconds
-are what to compare between runs. Prints the figures; asserts nothing. ``--json FILE`` also
+reaped (kernels, the book build). It also prints the CPU seconds of the whole machine during the
+run, which count the sandboxes and the browser's processes that no test process reaps. On a
+shared machine wall time stretches with the load, so the load average is sampled during the run
+and printed beside the totals; CPU seconds are what to compare between runs. Prints the figures; asserts nothing. ``--json FILE`` also
 writes the summary, to compare runs side by side.
 """
 
@@ -30,6 +31,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def machine_cpu() -> float | None:
+    """CPU seconds (user, nice, system, irq, softirq) spent by the whole machine since it booted, from
+    /proc/stat: they count what no process of the run reaps (sandboxes, the browser's processes)."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return None
+    return sum(int(fields[i]) for i in (0, 1, 2, 5, 6)) / os.sysconf("SC_CLK_TCK")
+
+
 def run_suite(pytest_args: list[str], record: Path) -> dict:
     """Run ``make test`` recording into ``record``; return its wall and CPU seconds and the load."""
     env = {**os.environ, "QKV_SUITE_RECORD": str(record)}
@@ -43,13 +54,14 @@ def run_suite(pytest_args: list[str], record: Path) -> dict:
 
     sampler = threading.Thread(target=sample_load, daemon=True)
     sampler.start()
-    start = time.perf_counter()
+    start, machine_start = time.perf_counter(), machine_cpu()
     command = ["make", "--no-print-directory", "test", f"PYTEST_ARGS={pytest_value}"]
     process = subprocess.Popen(command, cwd=ROOT, env=env)
     _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - start
+    wall, machine_end = time.perf_counter() - start, machine_cpu()
     done.set()
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
+            "machine_cpu": None if machine_start is None else machine_end - machine_start,
             "exit_code": os.waitstatus_to_exitcode(status),
             "load_mean": sum(loads) / len(loads) if loads else None,
             "load_max": max(loads) if loads else None}
@@ -113,8 +125,11 @@ def print_summary(summary: dict, top: int) -> None:
     if run:
         load = (f"load average {run['load_mean']:.1f} mean, {run['load_max']:.1f} max"
                 if run["load_mean"] is not None else "load not sampled")
-        print(f"make test: {run['wall']:.0f} s wall, {run['cpu']:.0f} CPU s (every process), "
+        print(f"make test: {run['wall']:.0f} s wall, {run['cpu']:.0f} CPU s (every process it reaped), "
               f"exit code {run['exit_code']}; {load}")
+        if run.get("machine_cpu") is not None:
+            print(f"the whole machine meanwhile: {run['machine_cpu']:.0f} CPU s, "
+                  f"{run['machine_cpu'] / run['wall']:.2f} of its {os.cpu_count()} cores busy on average")
 
 
 def main() -> None:

@@ -50,7 +50,10 @@ from .sandbox_attacks import ATTACKS
 from .hostile_data import data_attacks
 from .hostile_markup import markup_attacks
 
-TIMEOUT = "12"  # seconds per notebook in these runs
+# Seconds per notebook in these runs: an honest hand-in needs about 1.5 s of CPU; one that runs past
+# the limit beside others runs again alone, so a loaded machine costs it no mark. Each attacker that
+# sleeps or forks holds the run for this long, twice (beside the others, then alone).
+TIMEOUT = "8"
 FULL = points(source_notebook(PS2))  # every point of ps2
 HONEST = {("honest_a", PS2): FULL, ("honest_b", PS2): FULL, ("probe_honest", PROBE): 4}
 
@@ -149,7 +152,7 @@ def attacks(course, listener_port) -> dict:
         # (another course is graded beside this class), the first is in time and no other is.
         "sleeper": (PS2, with_cells(solution, {g: ("import time\ntime.sleep(30)\n" if i else "") + _answer(solution, g)
                                                for i, g in enumerate(_answers(solution))}),
-                    {}, 1, ["ran past its time limit of 12 s"]),
+                    {}, 1, [f"ran past its time limit of {TIMEOUT} s"]),
         "forkbomb": (PS2, with_cells(blank, {"answer_scores_q1": (
             "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass")}),
             {}, 0, ["ran past its time limit"]),

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -17,7 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
-import kernel_start  # noqa: E402  (Sphinx extensions of the book, in book/_ext)
+import editions  # noqa: E402  (Sphinx extensions of the book, in book/_ext)
+import kernel_start  # noqa: E402
 import myst_defaults  # noqa: E402
 import parallel_build  # noqa: E402
 
@@ -203,3 +206,72 @@ def test_only_the_reviewed_myst_nb_gets_that_start(monkeypatch):
     kernel_start.setup(SimpleNamespace())
     kernel_start.setup(SimpleNamespace())
     assert NotebookClientInline.start_client.__wrapped__ is own, "wrapped once, however often set up"
+
+
+# Both editions side by side (`make site`'s full build): a translated page that measures waits for the
+# English build to have read its twin.
+
+def page_app(tmp_path, language, source):
+    """A Sphinx app as the measurements hook sees it, reading ``book/chapter.md`` (``source``)."""
+    (tmp_path / "book").mkdir(exist_ok=True)
+    (tmp_path / "book" / "chapter.md").write_text(source, encoding="utf-8")
+    build = tmp_path / "_build"
+    env = SimpleNamespace(docname="book/chapter", doc2path=lambda docname: tmp_path / f"{docname}.md",
+                          note_dependency=lambda path: None)
+    return SimpleNamespace(builder=SimpleNamespace(name="html"), doctreedir=str(build / ".doctrees"),
+                           config=SimpleNamespace(language=language), env=env)
+
+
+MEASURING = "```{code-cell}\nt = measured_once('one step', run)\n```\n"
+
+
+def test_the_english_build_marks_a_page_that_measures_once_it_is_read(tmp_path, monkeypatch):
+    monkeypatch.delenv(editions.MEASUREMENTS_MODE_VARIABLE, raising=False)
+    app = page_app(tmp_path, "en", MEASURING)
+    older = tmp_path / "_build" / "measurements" / "book" / "chapter-0123456789abcdef.json"
+    older.parent.mkdir(parents=True)
+    older.write_text("{}")
+    Path(f"{older}{editions.READ_MARK}").touch()
+    editions.tell_the_kernel_where_its_measurements_are(app, "book/chapter", None)
+    assert list(older.parent.iterdir()) == [], "the older measurements and their mark are removed"
+    path = Path(os.environ[editions.MEASUREMENTS_FILE_VARIABLE])
+    assert os.environ[editions.MEASUREMENTS_MODE_VARIABLE] == "record"
+    editions.mark_the_page_read(app, None)
+    assert Path(f"{path}{editions.READ_MARK}").is_file()
+
+    plain = page_app(tmp_path, "en", "No measurement here.\n")
+    editions.tell_the_kernel_where_its_measurements_are(plain, "book/chapter", None)
+    editions.mark_the_page_read(plain, None)
+    assert [p.name for p in older.parent.glob(f"*{editions.READ_MARK}")] == [], "no mark for a page that measures nothing"
+
+
+def test_a_translated_page_that_measures_waits_until_the_english_build_has_read_it(tmp_path, monkeypatch):
+    english = subprocess.Popen(["sleep", "60"])  # the English build, still running
+    try:
+        monkeypatch.setenv(editions.ENGLISH_BUILD_VARIABLE, str(english.pid))
+        app = page_app(tmp_path, "zh_TW", MEASURING)
+        path = editions.measurements_file(tmp_path / "_build", "book/chapter", MEASURING.encode())
+        path.parent.mkdir(parents=True)
+        threading.Timer(1.0, lambda: Path(f"{path}{editions.READ_MARK}").touch()).start()
+        started = time.monotonic()
+        editions.tell_the_kernel_where_its_measurements_are(app, "book/chapter", None)
+        assert time.monotonic() - started >= 0.9, "the page did not wait for its English twin"
+        assert english.poll() is None and os.environ[editions.MEASUREMENTS_MODE_VARIABLE] == "replay"
+
+        plain = page_app(tmp_path, "zh_TW", "No measurement here.\n")
+        started = time.monotonic()
+        editions.tell_the_kernel_where_its_measurements_are(plain, "book/chapter", None)
+        assert time.monotonic() - started < 0.5, "a page that measures nothing waited"
+    finally:
+        english.kill()
+        english.wait()
+
+
+def test_the_wait_ends_when_the_english_build_ends_without_reading_the_page(tmp_path):
+    english = subprocess.Popen(["sleep", "0.5"])  # ends, and is not waited for (a zombie) until the end
+    started = time.monotonic()
+    editions.wait_for_the_english_page(tmp_path / "chapter-0123456789abcdef.json", english.pid, poll=0.05)
+    assert 0.4 <= time.monotonic() - started < 10
+    assert not editions.process_is_running(english.pid)
+    english.wait()
+    assert not editions.process_is_running(english.pid)

@@ -11,7 +11,8 @@ says how they are kept); this extension does the rest of what makes a page belon
   before a page's kernel starts, it learns where the page's measurements are kept in the build
   folder (``_build/measurements/``, a file named after a hash of the page's source) and whether
   it records them (English) or reads what the English build recorded (a translation, built
-  after it); a translated page is read again when the English build records anew;
+  after it, or beside it: then a translated page that measures waits until the English build has
+  read its twin); a translated page is read again when the English build records anew;
 - each edition writes its executed outputs to a folder of its own (myst-nb would put the
   Chinese edition's ``jupyter_execute/`` inside the English site, one level above its output);
 - every page links to its twin in the other edition: a plain relative link in the article's
@@ -32,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
+import time
 from pathlib import Path
 
 from sphinx import addnodes
@@ -51,6 +53,11 @@ KERNEL_TAGS = {"en": "en", "zh_TW": "zh-TW"}
 MEASUREMENTS_MODE_VARIABLE = "QKV_MEASUREMENTS_MODE"
 MEASUREMENTS_FILE_VARIABLE = "QKV_MEASUREMENTS_FILE"
 MEASUREMENTS_FOLDER = "measurements"  # beside the doctrees, in the build folder both editions share
+# Set by `make site` for a translated edition built side by side with the English one: the English
+# build's process id. A translated page that measures waits until the English build has read its twin.
+ENGLISH_BUILD_VARIABLE = "QKV_ENGLISH_BUILD_PID"
+READ_MARK = ".read"  # beside a page's measurements: the English build has read the page (its kernel is done)
+MEASURES = b"measured_once"  # what a page's source calls when it shows a measurement
 COURSE_CATALOGUE = "course"  # locales/<language>/LC_MESSAGES/course.po: the extensions' own words
 
 _ = get_translation(COURSE_CATALOGUE)
@@ -114,17 +121,60 @@ def tell_the_kernel_where_its_measurements_are(app, docname, source) -> None:
         for variable in (MEASUREMENTS_MODE_VARIABLE, MEASUREMENTS_FILE_VARIABLE):
             os.environ.pop(variable, None)
         return
-    path = measurements_file(Path(app.doctreedir).parent, docname, Path(app.env.doc2path(docname)).read_bytes())
+    page_source = Path(app.env.doc2path(docname)).read_bytes()
+    path = measurements_file(Path(app.doctreedir).parent, docname, page_source)
     if is_translated(app.config.language):
         mode = "replay"
+        english = os.environ.get(ENGLISH_BUILD_VARIABLE)
+        if english and MEASURES in page_source:
+            wait_for_the_english_page(path, int(english))
         if path.is_file():
             app.env.note_dependency(str(path))
     else:
         mode = "record"
-        for older in path.parent.glob(f"{Path(docname).name}-{'[0-9a-f]' * 16}.json"):
-            older.unlink()
+        for older in path.parent.glob(f"{Path(docname).name}-{'[0-9a-f]' * 16}.json*"):
+            older.unlink()  # with its read mark
+        if MEASURES in page_source:
+            _being_read[docname] = path
     os.environ[MEASUREMENTS_MODE_VARIABLE] = mode
     os.environ[MEASUREMENTS_FILE_VARIABLE] = str(path.resolve())
+
+
+_being_read: dict[str, Path] = {}  # the English pages this process reads: docname -> measurements file
+
+
+def mark_the_page_read(app, doctree) -> None:
+    """In the English edition, once a page is read (its kernel has run): leave its read mark beside its
+    measurements, for a translated edition that is built at the same time."""
+    path = _being_read.pop(app.env.docname, None)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Path(f"{path}{READ_MARK}").touch()
+
+
+def wait_for_the_english_page(measurements: Path, english_build: int, poll: float = 0.2) -> None:
+    """Wait until the English build (process ``english_build``) has read the page whose measurements
+    are kept in ``measurements``, or has ended; a translated page then shows what it measured (and
+    its kernel says so clearly when the English build ended without measuring)."""
+    mark = Path(f"{measurements}{READ_MARK}")
+    while not mark.exists() and process_is_running(english_build):
+        time.sleep(poll)
+
+
+def process_is_running(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not ended (on Linux, one that ended but was not yet
+    waited for counts as ended)."""
+    stat = Path(f"/proc/{pid}/stat")
+    if Path("/proc/self/stat").exists():
+        try:
+            return stat.read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+        except FileNotFoundError:
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def translate_configuration(app, config) -> None:
@@ -201,6 +251,7 @@ def setup(app):
     app.connect("config-inited", translate_configuration, priority=900)
     app.connect("builder-inited", own_output_folder, priority=900)  # after myst-nb's (500)
     app.connect("source-read", tell_the_kernel_where_its_measurements_are)
+    app.connect("doctree-read", mark_the_page_read)
     app.connect("html-page-context", add_edition_links)
     app.add_transform(TranslateTocCaptions)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

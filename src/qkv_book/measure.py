@@ -90,7 +90,7 @@ def measured_once(name: str, measure: Callable[[], Any]) -> Any:
             raise RuntimeError(
                 f"no measurement {name!r} in {path}: a translated edition shows what the English "
                 "edition's build of the same source measured, so build the English edition first "
-                "(make site builds both, in that order)")
+                "(make site does)")
         return recorded[name]
     if mode != RECORD:
         raise RuntimeError(f"{MODE_VARIABLE} is {RECORD!r} or {REPLAY!r}, not {mode!r}")
