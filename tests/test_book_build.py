@@ -225,8 +225,17 @@ def page_app(tmp_path, language, source):
 MEASURING = "```{code-cell}\nt = measured_once('one step', run)\n```\n"
 
 
-def test_the_english_build_marks_a_page_that_measures_once_it_is_read(tmp_path, monkeypatch):
-    monkeypatch.delenv(editions.MEASUREMENTS_MODE_VARIABLE, raising=False)
+@pytest.fixture
+def kernel_variables(monkeypatch):
+    """The variables the hook sets for the kernels, put back as they were after the test (the hook
+    sets them in os.environ, where a later kernel of this process would inherit them)."""
+    for variable in (editions.MEASUREMENTS_MODE_VARIABLE, editions.MEASUREMENTS_FILE_VARIABLE,
+                     editions.ENGLISH_BUILD_VARIABLE):
+        monkeypatch.setenv(variable, "")
+    return monkeypatch
+
+
+def test_the_english_build_marks_a_page_that_measures_once_it_is_read(tmp_path, kernel_variables):
     app = page_app(tmp_path, "en", MEASURING)
     older = tmp_path / "_build" / "measurements" / "book" / "chapter-0123456789abcdef.json"
     older.parent.mkdir(parents=True)
@@ -245,10 +254,10 @@ def test_the_english_build_marks_a_page_that_measures_once_it_is_read(tmp_path, 
     assert [p.name for p in older.parent.glob(f"*{editions.READ_MARK}")] == [], "no mark for a page that measures nothing"
 
 
-def test_a_translated_page_that_measures_waits_until_the_english_build_has_read_it(tmp_path, monkeypatch):
+def test_a_translated_page_that_measures_waits_until_the_english_build_has_read_it(tmp_path, kernel_variables):
     english = subprocess.Popen(["sleep", "60"])  # the English build, still running
     try:
-        monkeypatch.setenv(editions.ENGLISH_BUILD_VARIABLE, str(english.pid))
+        kernel_variables.setenv(editions.ENGLISH_BUILD_VARIABLE, str(english.pid))
         app = page_app(tmp_path, "zh_TW", MEASURING)
         path = editions.measurements_file(tmp_path / "_build", "book/chapter", MEASURING.encode())
         path.parent.mkdir(parents=True)
