@@ -39,20 +39,18 @@ SPHINX = PYTHONPATH=$(CURDIR)/book/_ext$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/sphi
 # waits until the English one has read its twin, so their measurements, kept from an earlier build,
 # are removed first. An incremental build runs the editions one after the other, so that a Chinese
 # page never reads a measurement the English build is about to replace.
+ENGLISH = -b html -j $(JOBS) -W --keep-going -d $(BUILD_DIR)/.doctrees . $(BUILD_DIR)/html
+CHINESE = -b html -j $(JOBS) -W --keep-going -D language=zh_TW -d $(BUILD_DIR)/.doctrees-zh_TW . $(BUILD_DIR)/html/zh-TW
 site: $(INSTALLED) node conf.py
 	@# A change under src/ (code, or what the kernels print in zh-TW) changes every page: rebuild them
 	@# all (Sphinx only tracks the pages and their catalogues).
-	@if [ -f $(QKV_BUILT) ] && [ -z "$$(find src \( -name '*.py' -o -name '*.po' \) -newer $(QKV_BUILT))" ]; then all=; else all=-E; fi; \
-	if [ -z "$$all" ]; then \
-		$(SPHINX) -b html -j $(JOBS) -W --keep-going -d $(BUILD_DIR)/.doctrees . $(BUILD_DIR)/html && \
-		$(SPHINX) -b html -j $(JOBS) -W --keep-going -D language=zh_TW -d $(BUILD_DIR)/.doctrees-zh_TW \
-			. $(BUILD_DIR)/html/zh-TW; \
+	@if [ -f $(QKV_BUILT) ] && [ -z "$$(find src \( -name '*.py' -o -name '*.po' \) -newer $(QKV_BUILT))" ]; then \
+		$(SPHINX) $(ENGLISH) && $(SPHINX) $(CHINESE); \
 	else \
 		rm -rf $(BUILD_DIR)/measurements && mkdir -p $(BUILD_DIR) && \
-		{ $(SPHINX) -b html -j $(JOBS) -W --keep-going -E -d $(BUILD_DIR)/.doctrees . $(BUILD_DIR)/html & \
+		{ $(SPHINX) -E $(ENGLISH) & \
 		  english=$$!; \
-		  QKV_ENGLISH_BUILD_PID=$$english $(SPHINX) -b html -j $(JOBS) -W --keep-going -E -D language=zh_TW \
-			-d $(BUILD_DIR)/.doctrees-zh_TW . $(BUILD_DIR)/html/zh-TW > $(BUILD_DIR)/zh_TW.log 2>&1; \
+		  QKV_ENGLISH_BUILD_PID=$$english $(SPHINX) -E $(CHINESE) > $(BUILD_DIR)/zh_TW.log 2>&1; \
 		  chinese=$$?; wait $$english; english=$$?; \
 		  echo "--- 繁體中文 edition ($(BUILD_DIR)/zh_TW.log) ---"; cat $(BUILD_DIR)/zh_TW.log; \
 		  [ $$english = 0 ] && [ $$chinese = 0 ]; }; \
