@@ -1,7 +1,7 @@
 """The problem sets, released by nbgrader and graded by the course's command.
 
 One temporary copy of the course (with the grading tests' probe problem set, which has hidden
-checks) is released with nbgrader's own command line, and three students hand in every problem
+checks), released with nbgrader's own command line: three students hand in every problem
 set the grader can grade (those with a module in ``qkv_exercises.problem_sets``): ``solution``
 (the instructor version), ``untouched`` (the release as handed out) and ``slip`` (one answer
 replaced by a typical mistake, computed from the student's own numbers). ``python -m qkv_grading
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import html
 import re
+import shutil
 
 import pytest
 
@@ -36,7 +37,7 @@ from .exercise_support import (
     with_answer,
     write_notebook,
 )
-from .grading_support import PROBE, grading, probe_course, read_grades, source_of
+from .grading_support import PROBE, grading, probe_notebook, read_grades, source_of
 
 pytestmark = pytest.mark.slow
 
@@ -152,10 +153,14 @@ STUDENTS = ("solution", "untouched", "slip")
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory) -> dict:
-    """Release with nbgrader, hand in, and grade with the course's command, once for every problem set."""
-    course = probe_course(tmp_path_factory.mktemp("pipeline"))
-    released = nbgrader(course, "generate_assignment", "*", "--force")
+def graded(released_course, tmp_path_factory) -> dict:
+    """Hand in, and grade with the course's command, once for every problem set: a copy of the course
+    that nbgrader released for the whole run (``released_course``), with the probe problem set added
+    and released by nbgrader the same way."""
+    course = tmp_path_factory.mktemp("pipeline") / "course"
+    shutil.copytree(released_course, course)
+    write_notebook(course / "source" / PROBE / f"{PROBE}.ipynb", probe_notebook())
+    released = nbgrader(course, "generate_assignment", PROBE, "--force")
     folder = course.parent / "hand-ins"
     for ps in GRADED:
         source = source_of(ps)

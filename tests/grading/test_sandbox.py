@@ -8,11 +8,14 @@ The same attacks are graded with the real command in ``tests/test_grading_advers
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import struct
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -108,6 +111,20 @@ def test_two_graders_at_once_never_share_an_identity(tmp_path):
     assert all(printed(r) for r in results), [(r.status, r.reason) for r in records]
     uids = [int(printed(r)[0].split()[-1]) for r in results]
     assert len(set(uids)) == 3, uids
+
+
+def test_every_module_a_sandbox_may_import_has_its_bytecode_written():
+    """A sandbox sees its packages read-only and cannot write their bytecode: ``make venv`` wrote it
+    (``compile_allowed``), each file's matching its source's time and size."""
+    stale = []
+    for path, _ in sandbox.allowed_paths():
+        for source in [Path(path)] if path.endswith(".py") else sorted(Path(path).rglob("*.py")):
+            cached = Path(importlib.util.cache_from_source(str(source)))
+            header = cached.read_bytes()[8:16] if cached.is_file() else b""
+            written_for = (int(source.stat().st_mtime) & 0xFFFFFFFF, source.stat().st_size & 0xFFFFFFFF)
+            if len(header) < 8 or struct.unpack("<II", header) != written_for:
+                stale.append(str(source))
+    assert not stale, f"{len(stale)} modules without current bytecode, as {stale[:5]}: run make venv"
 
 
 def test_a_sandbox_is_bounded_in_memory_as_a_whole():
