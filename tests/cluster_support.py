@@ -4,8 +4,8 @@
 certificates``), starts ``dask scheduler`` and ``dask worker`` processes with their own
 certificates and settings (``DASK_CONFIG``), the workers as an unprivileged
 local user when the tests run as root (:mod:`tests.local_users`), waits for the workers, and
-stops everything on leaving. :func:`grading_cluster` is one such cluster of two workers for the
-whole session (registered in ``tests/conftest.py``).
+stops everything on leaving. :func:`grading_cluster` is one such cluster of two workers, shared by
+the session's tests that need one (:class:`SharedCluster`, registered in ``tests/conftest.py``).
 """
 
 from __future__ import annotations
@@ -105,11 +105,55 @@ def tls_cluster(where: Path, workers: int = 2, preload: Path | None = None) -> I
             _stop(process)
 
 
+class SharedCluster:
+    """The session's TLS cluster of two workers (:func:`tls_cluster`): started for the first test that
+    needs it, stopped as soon as the next test of this process does not (:func:`stop_unless_needed`),
+    and started again for a later one that does. An idle cluster costs the machine about a seventh
+    of a core (the timers of its scheduler and workers), for as long as the session lasts."""
+
+    def __init__(self, tmp_path_factory):
+        self.factory = tmp_path_factory
+        self.stack: contextlib.ExitStack | None = None
+        self.found: dict | None = None
+
+    def get(self) -> dict:
+        if self.found is None:
+            stack = contextlib.ExitStack()
+            self.found = stack.enter_context(tls_cluster(self.factory.mktemp("cluster")))
+            self.stack = stack
+        return self.found
+
+    def stop(self) -> None:
+        stack, self.stack, self.found = self.stack, None, None
+        if stack is not None:
+            stack.close()
+
+
+_shared: SharedCluster | None = None
+
+
 @pytest.fixture(scope="session")
-def grading_cluster(tmp_path_factory):
-    """A TLS cluster of two workers, shared by the tests of the session that need one."""
-    with tls_cluster(tmp_path_factory.mktemp("cluster")) as found:
-        yield found
+def shared_cluster(tmp_path_factory):
+    """The session's :class:`SharedCluster` (a session fixture, so that its tests run in one process)."""
+    global _shared
+    _shared = SharedCluster(tmp_path_factory)
+    try:
+        yield _shared
+    finally:
+        _shared.stop()
+        _shared = None
+
+
+@pytest.fixture
+def grading_cluster(shared_cluster):
+    """A TLS cluster of two workers, shared by the tests of the session that need one, one after another."""
+    return shared_cluster.get()
+
+
+def stop_unless_needed(nextitem) -> None:
+    """Stop the shared cluster when the test that runs next (``nextitem``, None at the end) does not use it."""
+    if _shared is not None and (nextitem is None or "grading_cluster" not in nextitem.fixturenames):
+        _shared.stop()
 
 
 def _wait_for_workers(address: str, grader: Path, count: int) -> None:

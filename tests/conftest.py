@@ -72,4 +72,9 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 from .adversarial_class import adversarial_class  # noqa: E402, F401 (the session's adversarial class)
-from .cluster_support import grading_cluster  # noqa: E402, F401 (the session's TLS Dask cluster)
+from .cluster_support import grading_cluster, shared_cluster, stop_unless_needed  # noqa: E402, F401 (the TLS Dask cluster)
+
+
+def pytest_runtest_teardown(item, nextitem):
+    """Stop the session's TLS cluster when the next test does not need it (it is started again for one that does)."""
+    stop_unless_needed(nextitem)
