@@ -9,6 +9,7 @@ files of its own instead of editing a long shared one.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 import re
@@ -20,8 +21,14 @@ SLIPS_SUFFIX = "_slips"  # ps7_masks_slips.py: the slips of ps7_masks.py
 
 def names() -> list[str]:
     """The problem sets that have a module here, in order (not the ``<name>_slips`` beside them)."""
-    return sorted((m.name for m in pkgutil.iter_modules(__path__)
-                   if not m.name.startswith("_") and not m.name.endswith(SLIPS_SUFFIX)), key=order)
+    return list(_modules(tuple(__path__)))
+
+
+@functools.cache
+def _modules(path: tuple[str, ...]) -> tuple[str, ...]:
+    """:func:`names`, read from the folders of ``path`` once per process (each check of a submission asks)."""
+    return tuple(sorted((m.name for m in pkgutil.iter_modules(path)
+                         if not m.name.startswith("_") and not m.name.endswith(SLIPS_SUFFIX)), key=order))
 
 
 def order(name: str) -> tuple[int, str]:
