@@ -166,3 +166,26 @@ def test_a_finished_grading_run_leaves_no_stop_for_the_next_sandbox_of_its_proce
 
     assert list(pipeline.run_jobs([], Limits(), 1, None)) == []
     assert not sandbox.STOP.is_set(), "the stop of a finished run is left set: later sandboxes fail as 'stopped'"
+
+
+def test_git_ignores_every_file_that_grading_writes_in_the_course():
+    """The grading key, journals, gradebook, grades and students' work stay out of a commit of the repository."""
+    import shutil
+    import subprocess
+
+    from qkv_grading import journal
+    from qkv_grading.collect import PLATFORM_NAMES
+    from qkv_grading.pipeline import Course
+
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    course = Course(ROOT / "exercises")
+    written = [course.root / ".grading" / "key", journal.Journal(course.root, PS2).path, course.root / PLATFORM_NAMES,
+               course.cluster_folder / "grader" / "grader-key.pem", course.root / "gradebook.db",
+               course.root / "grades.csv", course.root / "submitted" / "alice" / PS2 / f"{PS2}.ipynb",
+               course.autograded("alice", PS2) / f"{PS2}.ipynb", course.feedback("alice", PS2) / f"{PS2}.html",
+               course.root / "release" / PS2 / f"{PS2}.ipynb"]
+    paths = [str(p.relative_to(ROOT)) for p in written]
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=ROOT, capture_output=True,
+                             text=True).stdout.split()
+    assert sorted(set(paths) - set(ignored)) == [], "written by grading, but git would commit them"
