@@ -7,6 +7,7 @@ PyTorch cross-checks of the same functions are in test_against_torch.py.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -104,6 +105,19 @@ def test_feed_forward_matches_loops(n, d_model, d_ff, activation, data):
 def test_gelu_at_known_points():
     """GELU(x) = x Phi(x): 0 at 0, Phi(1) = 0.841345 at 1, -Phi(-1) = -0.158655 at -1 (normal tables)."""
     np.testing.assert_allclose(qkv.gelu([0.0, 1.0, -1.0]), [0.0, 0.841345, -0.158655], atol=1e-6)
+
+
+def test_gelu_without_scipy_is_math_erf_entry_by_entry(monkeypatch):
+    """A student's install has no SciPy: gelu then takes erf from :func:`math.erf`, entry by entry, which
+    is x Phi(x) computed by hand exactly; with SciPy's erf it agrees to 1e-15 (the two erfs differ in
+    their last bits)."""
+    x = np.linspace(-6.0, 6.0, 243).reshape(3, 81)
+    by_hand = np.array([[v * (1 + math.erf(v / math.sqrt(2))) / 2 for v in row] for row in x.tolist()])
+    with_scipy = qkv.gelu(x)
+    monkeypatch.setitem(sys.modules, "scipy.special", None)  # `from scipy.special import erf` fails
+    without_scipy = qkv.gelu(x)
+    np.testing.assert_allclose(without_scipy, by_hand, rtol=0, atol=0)
+    np.testing.assert_allclose(with_scipy, by_hand, rtol=1e-15, atol=1e-16)
 
 
 def test_feed_forward_acts_on_every_token_separately():
