@@ -57,6 +57,13 @@ def released_course(tmp_path_factory) -> Path:
     return once_per_run(tmp_path_factory, "released-course", release) / "course"
 
 
+def pytest_configure(config):
+    """The variants' givens are drawn once for all the run's workers (``notebook_support.givens_of``)."""
+    from .notebook_support import share_givens_through
+
+    share_givens_through(config)
+
+
 def pytest_collection_modifyitems(config, items):
     """In each worker of ``make test``: group the tests that share a fixture's instance."""
     if hasattr(config, "workerinput"):

@@ -13,19 +13,22 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import pickle
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 import qkv_exercises
 from qkv_exercises.answers import Rng, call_student_function
 from qkv_exercises.checking import Verdict, qkv_switched_off
-from qkv_exercises.checks import FunctionCheck, Raised, Returned, seed_for
+from qkv_exercises.checks import FunctionCheck, Raised, Returned, ValueCheck, seed_for
 from qkv_exercises.identity import student_variant
 from qkv_exercises.notebook import Session, _fresh
 from qkv_exercises.problem_sets import get_problem_set
 
 from .exercise_support import cell_source, nbgrader_meta
+from .workers import once_per_run
 
 
 STUDENTS = 1000  # students per problem set in the tests over many variants
@@ -39,11 +42,33 @@ def student_variants(problem_set: str) -> tuple[int, ...]:
     return tuple(student_variant(problem_set, f"student-{i}") for i in range(STUDENTS)) + tuple(PRACTICE)
 
 
+_shared = None  # pytest's config (set by conftest): its tmp_path_factory is where workers share drawn givens
+
+
+def share_givens_through(config) -> None:
+    """Let :func:`givens_of` draw each problem set's givens once for all the run's workers."""
+    global _shared
+    _shared = config
+
+
 @functools.cache
 def givens_of(problem_set: str) -> tuple[tuple[int, dict], ...]:
-    """``(variant, givens)`` of every variant of :func:`student_variants`, drawn once per test session."""
+    """``(variant, givens)`` of every variant of :func:`student_variants`, drawn once per test run.
+
+    Drawing them takes seconds per problem set (up to 5 s), and three test modules on both workers
+    ask for them: the first worker to ask draws them and pickles them in the run's folder
+    (:func:`tests.workers.once_per_run`); every other reads them there.
+    """
     ps = get_problem_set(problem_set)
-    return tuple((variant, ps.givens(variant)) for variant in student_variants(problem_set))
+    if _shared is None:
+        return tuple((variant, ps.givens(variant)) for variant in student_variants(problem_set))
+
+    def draw(folder: Path) -> None:
+        drawn = tuple((variant, ps.givens(variant)) for variant in student_variants(problem_set))
+        (folder / "givens.pickle").write_bytes(pickle.dumps(drawn, protocol=pickle.HIGHEST_PROTOCOL))
+
+    folder = once_per_run(_shared._tmp_path_factory, f"givens-{problem_set}", draw)
+    return pickle.loads((folder / "givens.pickle").read_bytes())
 
 
 class GivenSession:
@@ -134,13 +159,47 @@ def _content_key(value):
     return value
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What the checks of one student's variant compare with, whatever the answers: each value check's
+    expectation and each function check's calls (the hidden ones drawn for that student), made once
+    to judge several notebooks' answers on the same student."""
+
+    expectations: dict
+    calls: dict
+
+
+def prepare(problem_set: str, givens: dict, *, student: str, hidden: bool = True) -> Prepared:
+    """The :class:`Prepared` of ``student`` (hidden checks too, unless ``hidden`` is False), as
+    :func:`verdicts` makes them."""
+    ps = get_problem_set(problem_set)
+    expectations, calls = {}, {}
+    with np.errstate(all="ignore"), qkv_switched_off():
+        for check in ps.checks:
+            if check.hidden and not hidden:
+                continue
+            if isinstance(check, FunctionCheck):
+                if check.hidden:
+                    calls[check.grade_id] = check.calls(
+                        givens, np.random.default_rng(seed_for(problem_set, check.grade_id, student)))
+                else:
+                    calls[check.grade_id] = ps.visible_calls(check, givens)
+            elif isinstance(check, ValueCheck):
+                expectations[check.grade_id] = check.expect(givens)
+    return Prepared(expectations, calls)
+
+
 def verdicts(problem_set: str, namespace: dict, givens: dict, *, student: str, reveal: bool = True,
-             hidden: bool = True, remembered: dict | None = None) -> dict[str, Verdict]:
+             hidden: bool = True, remembered: dict | None = None, prepared: Prepared | None = None
+             ) -> dict[str, Verdict]:
     """Each check's verdict on the answers in ``namespace`` (hidden checks too, unless ``hidden`` is False).
 
-    ``remembered``: see :func:`outcomes_of`.
+    ``remembered``: see :func:`outcomes_of`. ``prepared``: ``prepare(problem_set, givens, student=student,
+    hidden=hidden)``, when the caller judges more than one notebook's answers on this student.
     """
     ps = get_problem_set(problem_set)
+    if prepared is None:
+        prepared = prepare(problem_set, givens, student=student, hidden=hidden)
     found = {}
     with np.errstate(all="ignore"), qkv_switched_off():
         for check in ps.checks:
@@ -148,14 +207,14 @@ def verdicts(problem_set: str, namespace: dict, givens: dict, *, student: str, r
                 continue
             answer = namespace.get(check.answer)
             if isinstance(check, FunctionCheck):
-                if check.hidden:
-                    calls = check.calls(givens, np.random.default_rng(seed_for(problem_set, check.grade_id, student)))
-                else:
-                    calls = ps.visible_calls(check, givens)
+                calls = prepared.calls[check.grade_id]
                 if not callable(answer):
                     found[check.grade_id] = Verdict(False, f"{check.answer} is not a function")
                     continue
                 found[check.grade_id] = check.judge(outcomes_of(answer, calls, remembered), calls, reveal=reveal)
+            elif isinstance(check, ValueCheck):
+                found[check.grade_id] = check.judge(answer, givens, reveal=reveal,
+                                                    expectation=prepared.expectations[check.grade_id])
             else:
                 found[check.grade_id] = check.judge(answer, givens, reveal=reveal)
     return found

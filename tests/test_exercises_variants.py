@@ -19,51 +19,55 @@ import pytest
 from qkv_exercises.problem_sets import get_problem_set
 
 from .exercise_support import PROBLEM_SETS, read_notebook, source_notebook
-from .notebook_support import STUDENTS, answers_of, compile_notebook, givens_of, score, verdicts
+from .notebook_support import STUDENTS, answers_of, compile_notebook, givens_of, prepare, score, verdicts
 
 pytestmark = pytest.mark.slow
 
 HIDDEN_FOR = 100  # students whose hidden checks are judged too
 
 
-def students(problem_set):
-    """``(student id, variant, givens)`` of the 1000 students, then the practice variants (as ``practice-N``)."""
+@pytest.fixture(scope="module", params=PROBLEM_SETS)
+def students(request) -> tuple[str, list]:
+    """A problem set and its students: ``(student id, variant, givens, prepared)`` of the 1000 students,
+    then of the practice variants (as ``practice-N``). ``prepared`` is what the checks compare with
+    (:func:`notebook_support.prepare`): made once for the three tests of the problem set, which run
+    one after the other in one process (the fixture's instance groups them, ``tests/workers.py``)."""
+    problem_set = request.param
+    found = []
     for i, (variant, givens) in enumerate(givens_of(problem_set)):
-        yield (f"student-{i}" if i < STUDENTS else f"practice-{variant}"), variant, givens
+        student = f"student-{i}" if i < STUDENTS else f"practice-{variant}"
+        found.append((student, variant, givens, prepare(problem_set, givens, student=student, hidden=i < HIDDEN_FOR)))
+    return problem_set, found
 
 
-@pytest.mark.parametrize("problem_set", PROBLEM_SETS)
-def test_the_solution_earns_full_marks_on_every_variant(problem_set):
+def test_the_solution_earns_full_marks_on_every_variant(students):
+    problem_set, everyone = students
     compiled = compile_notebook(source_notebook(problem_set), problem_set)
     assert set(compiled.points) == {c.grade_id for c in get_problem_set(problem_set).checks}
     remembered: dict = {}  # the solution's functions are deterministic: a call made before is not made again
-    for index, (student, variant, givens) in enumerate(students(problem_set)):
+    for index, (student, variant, givens, prepared) in enumerate(everyone):
         found = verdicts(problem_set, answers_of(compiled, givens), givens, student=student,
-                         hidden=index < HIDDEN_FOR, remembered=remembered)
+                         hidden=index < HIDDEN_FOR, remembered=remembered, prepared=prepared)
         failed = {grade_id: v.message for grade_id, v in found.items() if not v.passed}
         assert not failed, f"{problem_set}, {student} (variant {variant}): the solution fails {failed}"
 
 
-@pytest.fixture(scope="module")
-def released(released_course) -> dict:
-    """The student version of every problem set, as ``nbgrader generate_assignment`` releases it."""
-    return {ps: read_notebook(released_course / "release" / ps / f"{ps}.ipynb") for ps in PROBLEM_SETS}
-
-
-@pytest.mark.parametrize("problem_set", PROBLEM_SETS)
-def test_the_release_earns_nothing_on_any_variant(released, problem_set):
-    compiled = compile_notebook(released[problem_set], problem_set)
-    for index, (student, variant, givens) in enumerate(students(problem_set)):
+def test_the_release_earns_nothing_on_any_variant(released_course, students):
+    """The student version of the problem set, as ``nbgrader generate_assignment`` releases it."""
+    problem_set, everyone = students
+    compiled = compile_notebook(read_notebook(released_course / "release" / problem_set / f"{problem_set}.ipynb"),
+                                problem_set)
+    for index, (student, variant, givens, prepared) in enumerate(everyone):
         found = verdicts(problem_set, answers_of(compiled, givens), givens, student=student,
-                         hidden=index < HIDDEN_FOR)
+                         hidden=index < HIDDEN_FOR, prepared=prepared)
         passed = [grade_id for grade_id, v in found.items() if v.passed]
         assert not passed, f"{problem_set}, {student}: the untouched release passes {passed}"
         for grade_id, verdict in found.items():
             assert "None" in verdict.message, f"{problem_set}/{grade_id}: {verdict.message}"
 
 
-@pytest.mark.parametrize("problem_set", PROBLEM_SETS)
-def test_the_books_answers_earn_nothing_on_other_variants(problem_set):
+def test_the_books_answers_earn_nothing_on_other_variants(students):
+    problem_set, everyone = students
     ps = get_problem_set(problem_set)
     compiled = compile_notebook(source_notebook(problem_set), problem_set)
     books_answers = answers_of(compiled, ps.givens(0))
@@ -71,7 +75,14 @@ def test_the_books_answers_earn_nothing_on_other_variants(problem_set):
     assert hand, "every problem set has hand-computed parts"
     assert score(compiled, {c.grade_id: c.judge(books_answers[c.answer], ps.givens(0), reveal=True)
                             for c in hand}) == sum(compiled.points[c.grade_id] for c in hand)
-    for student, variant, givens in students(problem_set):
-        earned = {c.grade_id: c.judge(books_answers[c.answer], givens, reveal=True) for c in hand}
+
+    def judged(check, givens, prepared):
+        if check.kind == "value":
+            return check.judge(books_answers[check.answer], givens, reveal=True,
+                               expectation=prepared.expectations[check.grade_id])
+        return check.judge(books_answers[check.answer], givens, reveal=True)
+
+    for student, variant, givens, prepared in everyone:
+        earned = {c.grade_id: judged(c, givens, prepared) for c in hand}
         passed = [grade_id for grade_id, verdict in earned.items() if verdict.passed]
         assert not passed, f"{problem_set}, {student} (variant {variant}): the book's answers pass {passed}"

@@ -9,11 +9,12 @@ a chapter or a problem set is added:
 - :func:`group_by_shared_fixtures` keeps on one worker every test that shares an instance of a
   fixture of the tests wider than a function: a module's fixture (its release, its browser, its
   graded class), or a session fixture that cannot cross a process (the adversarial class, the TLS
-  cluster). The groups are joined where a test needs two of them. Each worker writes them, once
-  it has collected the tests, to ``test-groups.json`` in the run's folder, and
-  :class:`GroupScheduling` (``--dist loadgroup``) sends each group to one worker as a unit. Every
-  other test goes to whichever worker is free. (pytest-xdist's own ``xdist_group`` marks rename
-  the tests' node ids, which pytest 9 no longer lets a plugin do.)
+  cluster); each value of a parametrized fixture is an instance of its own. The groups are joined
+  where a test needs two of them. Each worker writes them, once it has collected the tests, to
+  ``test-groups.json`` in the run's folder, and :class:`GroupScheduling` (``--dist loadgroup``)
+  sends each group to one worker as a unit. Every other test goes to whichever worker is free.
+  (pytest-xdist's own ``xdist_group`` marks rename the tests' node ids, which pytest 9 no longer
+  lets a plugin do.)
 
 Each worker has its own temp folders (``tmp_path``), free ports and sandbox identities; the tests
 that look for sandboxes left behind count only the identities that no grader holds.
@@ -79,6 +80,9 @@ def _shared_instances(item) -> list[str]:
         if getattr(definition.func, ACROSS_WORKERS, False):
             continue  # made once for all workers
         module_path = item.nodeid.partition("::")[0]  # relative to the repository
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and name in callspec.params:  # a parametrized fixture: one instance per value
+            name = f"{name}[{callspec.indices[name]}]"
         if definition.scope == "session":
             found.append(name)
         elif definition.scope == "package":

@@ -44,8 +44,11 @@ class ValueCheck:
     hidden: bool = False
     kind = "value"
 
-    def judge(self, observed, givens: Givens, *, reveal: bool) -> Verdict:
-        return judge_value(observed, self.answer, self.expect(givens), reveal=reveal)
+    def judge(self, observed, givens: Givens, *, reveal: bool, expectation: Expectation | None = None) -> Verdict:
+        """The verdict on ``observed``; ``expectation``: ``self.expect(givens)``, when the caller has it
+        already (it judges many answers on the same givens)."""
+        expected = self.expect(givens) if expectation is None else expectation
+        return judge_value(observed, self.answer, expected, reveal=reveal)
 
 
 @dataclass(frozen=True)
