@@ -5,8 +5,9 @@
 - ``toc_docnames``: the pages of ``_toc.yml``, root first, in reading order;
 - ``serve``: the html folder over HTTP on 127.0.0.1, on a free port;
 - ``launch_chromium``: Debian's Chromium driven by Playwright (no browser download);
-- ``Recorder``: every request, response, failure and console error of one page, and a guard that
-  blocks (and records) any request that would leave the test server;
+- ``Recorder``: every request, response, failure and console error of one page, and any request
+  that would leave the test server (Chromium sends each of those to a proxy that is not there, so
+  none leaves: ``launch_chromium``);
 - ``visit``: open one page, wait for the load event and for MathJax, force every image to load,
   take a full-page screenshot, and collect what the tests check;
 - ``probe_cjk_fonts``: which fonts actually drew each run of Chinese text (Chromium's
@@ -163,9 +164,31 @@ def jupyter(subcommand: str, root: Path, home: Path, *options: str, env: dict | 
                 server.wait()
 
 
+_HELD: list[socket.socket] = []  # the sockets of _nowhere(), held for the life of the process
+
+
+def _nowhere() -> int:
+    """A port of 127.0.0.1 that this process holds and never listens on: a connection to it is refused."""
+    held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    held.bind(("127.0.0.1", 0))
+    _HELD.append(held)
+    return held.getsockname()[1]
+
+
+@functools.cache
+def _offline_flags() -> tuple[str, ...]:
+    """Every request for a host other than 127.0.0.1 (``localhost`` and ``[::1]`` included, which
+    Chromium would otherwise send direct) goes to a proxy that refuses it: the browser reaches
+    nothing outside the test servers, whatever a page asks for, and the ``Recorder`` names it.
+    Blocking there, rather than routing each request through Playwright and the test process (which
+    also turns the browser's cache off), takes a sixth of the CPU time off the browser tests."""
+    return (f"--proxy-server=http://127.0.0.1:{_nowhere()}", "--proxy-bypass-list=<-loopback>;127.0.0.1")
+
+
 def launch_chromium(playwright, **options):
-    """Debian's Chromium, headless, with the flags that work on this kind of machine."""
-    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, **options)
+    """Debian's Chromium, headless, with the flags that work on this kind of machine, offline."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=[*CHROMIUM_FLAGS, *_offline_flags()],
+                                      **options)
 
 
 def chromium_for_a_module():
@@ -198,11 +221,16 @@ def docname_of(base: str, url: str) -> str | None:
     return url[len(base) : -len(".html")]
 
 
+# A response that loads what was asked: 200, or 304 (the server saying that the copy the browser has
+# cached is still current, once a page has asked for it before in the same browser context).
+LOADED = (200, 304)
+
+
 class Recorder:
     """Everything one page asks of the network and says on its console.
 
-    Every request goes through a route handler: requests to the test server go on, anything
-    else (another host, another port, a CDN) is blocked and recorded in ``outside``.
+    A request for anything but the test server (another host, another port, a CDN) is recorded in
+    ``outside``; one for another host never leaves the browser (:func:`launch_chromium`).
     """
 
     def __init__(self, base: str):
@@ -222,16 +250,14 @@ class Recorder:
             return True
         return (parts.scheme, parts.hostname, parts.port) == self._origin
 
-    def _route(self, route, request):
-        if self._is_local(request.url):
-            route.continue_()
-        else:
+    def _on_request(self, request):
+        self.requests.append(request.url)
+        if not self._is_local(request.url):
             self.outside.append(f"{request.method} {request.url} ({request.resource_type})")
-            route.abort("blockedbyclient")
 
     def _on_request_failed(self, request):
         if not self._is_local(request.url):
-            return  # blocked by _route, already in self.outside
+            return  # refused by the browser's proxy, already in self.outside
         self.failed.append(f"{request.method} {request.url}: {request.failure}")
 
     def _on_console(self, message):
@@ -244,20 +270,29 @@ class Recorder:
             self.console_warnings.append(text)
 
     def attach(self, page) -> None:
-        page.route("**/*", self._route)
-        page.on("request", lambda request: self.requests.append(request.url))
-        page.on("response", lambda response: self.responses.append((response.status, response.url)))
-        page.on("requestfailed", self._on_request_failed)
-        page.on("console", self._on_console)
-        page.on("pageerror", lambda error: self.console_errors.append(f"uncaught exception: {error}"))
-        page.on("websocket", lambda ws: self.outside.append(f"WebSocket {ws.url}"))
+        self._handlers = {
+            "request": self._on_request,
+            "response": lambda response: self.responses.append((response.status, response.url)),
+            "requestfailed": self._on_request_failed,
+            "console": self._on_console,
+            "pageerror": lambda error: self.console_errors.append(f"uncaught exception: {error}"),
+            "websocket": lambda ws: self.outside.append(f"WebSocket {ws.url}"),
+        }
+        for event, handler in self._handlers.items():
+            page.on(event, handler)
+
+    def detach(self, page) -> None:
+        """Stop recording ``page`` (which goes on to another page, recorded by another recorder)."""
+        for event, handler in self._handlers.items():
+            page.remove_listener(event, handler)
 
     def network_problems(self, *, walked: bool = False) -> list[str]:
-        """Responses other than 200, failed requests, and requests for another host. ``walked``: the
-        pages were left as soon as they loaded (a walk from link to link), which cancels what a page
-        still fetches (its favicon): a cancelled request (``net::ERR_ABORTED``) is then no problem;
-        each page's own requests are checked by a visit that waits until the network is idle."""
-        problems = [f"HTTP {status} for {url}" for status, url in self.responses if status != 200]
+        """Responses other than :data:`LOADED`, failed requests, and requests for another host.
+        ``walked``: the pages were left as soon as they loaded (a walk from link to link), which
+        cancels what a page still fetches (its favicon): a cancelled request (``net::ERR_ABORTED``)
+        is then no problem; each page's own requests are checked by a visit that waits until the
+        network is idle."""
+        problems = [f"HTTP {status} for {url}" for status, url in self.responses if status not in LOADED]
         problems += [f"request failed: {failure}" for failure in self.failed
                      if not (walked and failure.endswith("net::ERR_ABORTED"))]
         problems += [f"request leaving the test server (blocked): {request}" for request in self.outside]
@@ -444,12 +479,43 @@ def new_page(browser, recorder: Recorder, **context_options):
     return context, page
 
 
-def visit(browser, base: str, docname: str, screenshot_dir: Path | None) -> PageVisit:
-    """Open one page as a reader would and collect everything the tests look at."""
+class ReaderTab:
+    """One browser tab (1280 px wide unless ``context_options`` say otherwise) in which the visits
+    open their pages one after the other, as a reader goes from page to page.
+
+    The browser's cache is turned off for the tab, so that a page asks the server for everything, as
+    on a first visit. A new browser context for each page (an empty profile) cost the browser about
+    1.7 s of CPU time more than the page itself: its new renderer process.
+    """
+
+    def __init__(self, browser, **context_options):
+        self.context = browser.new_context(**{"viewport": VIEWPORT, **context_options})
+        self.context.set_default_timeout(PAGE_TIMEOUT_MS)
+        self.page = self.context.new_page()
+        self.page.add_init_script(MATHJAX_WATCH)
+        self._cdp = self.context.new_cdp_session(self.page)  # attached while the tab lives: the setting is its
+        self._cdp.send("Network.enable")
+        self._cdp.send("Network.setCacheDisabled", {"cacheDisabled": True})
+
+    @contextlib.contextmanager
+    def recorded(self, recorder: Recorder) -> Iterator:
+        """The tab's page, its requests and console recorded by ``recorder`` inside the block."""
+        recorder.attach(self.page)
+        try:
+            yield self.page
+        finally:
+            recorder.detach(self.page)
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def visit(tab: ReaderTab, base: str, docname: str, screenshot_dir: Path | None) -> PageVisit:
+    """Open one page in ``tab`` (1280 px wide) as a reader would and collect everything the tests look at."""
     recorder = Recorder(base)
-    context, page = new_page(browser, recorder)
-    try:
-        result = open_typeset(page, base, docname, recorder)
+    with tab.recorded(recorder) as page:
+        context = tab.context
+        result = open_typeset(page, base, docname, recorder, watch=False)
         times = page.evaluate(LOAD_TIMES)
         if times["mathError"]:
             result.problems_before_checks.append(f"MathJax failed: {times['mathError']}")
@@ -462,7 +528,7 @@ def visit(browser, base: str, docname: str, screenshot_dir: Path | None) -> Page
         navigation = page.evaluate(NAVIGATION)
         result.sidebar, result.next, result.prev = navigation["sidebar"], navigation["next"], navigation["prev"]
         result.links = navigation["links"]
-        # Chromium does not fetch the favicon while requests are routed; a reader's browser does.
+        # Headless Chromium need not fetch the favicon; a reader's browser does.
         result.favicon = navigation["icon"] or urllib.parse.urljoin(base, "/favicon.ico")
         if screenshot_dir is not None:
             result.screenshot = screenshot_dir / (docname.replace("/", "__") + ".png")
@@ -472,8 +538,6 @@ def visit(browser, base: str, docname: str, screenshot_dir: Path | None) -> Page
         result.cjk = probe_cjk_fonts(context, page)
         page.wait_for_load_state("networkidle")  # late requests (fonts, the favicon) are recorded too
         return result
-    finally:
-        context.close()
 
 
 def probe_cjk_fonts(context, page, limit: int = 400) -> list[dict]:
@@ -545,6 +609,7 @@ class FontCoverage:
 # Widths a reader's screen has: a laptop (the theme shows both sidebars) and a phone.
 WIDE = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
+PHONE_WINDOW = {"viewport": PHONE, "is_mobile": True, "has_touch": True}  # a phone's screen, 390 px, touch
 
 # The MathJax fonts a page drew its math in (a font face is "loaded" once the page's layout used
 # it, not when a preload fetched it), as the files its stylesheets name, and the fonts it preloads.
@@ -633,21 +698,20 @@ FIGURES = """() => {
 }"""
 
 
-def visit_phone(browser, base: str, docname: str, screenshot_dir: Path | None) -> PageVisit:
-    """Open one page on a phone's screen (390 px, touch) and measure what does not fit."""
+def visit_phone(tab: ReaderTab, base: str, docname: str, screenshot_dir: Path | None) -> PageVisit:
+    """Open one page in ``tab``, a phone's screen (``ReaderTab(browser, **PHONE_WINDOW)``), and measure
+    what does not fit."""
     recorder = Recorder(base)
-    context, page = new_page(browser, recorder, viewport=PHONE, is_mobile=True, has_touch=True)
-    try:
-        result = open_typeset(page, base, docname, recorder)
+    with tab.recorded(recorder) as page:
+        result = open_typeset(page, base, docname, recorder, watch=False)
         page.evaluate("document.fonts.ready.then(() => true)")
         result.images = page.evaluate(IMAGES)  # decoded pictures have their real height
         result.layout = page.evaluate(LAYOUT)
         if screenshot_dir is not None:
             result.screenshot = screenshot_dir / ("phone-" + docname.replace("/", "__") + ".png")
             page.screenshot(path=str(result.screenshot), full_page=FULL_PAGE_SCREENSHOTS)
+        page.wait_for_load_state("networkidle")  # nothing of this page is left to load into the next one's record
         return result
-    finally:
-        context.close()
 
 
 # The theme's own chrome at the top of the page: every search field a reader can see (the fields and
@@ -684,9 +748,11 @@ CHROME = """() => {
 }"""
 
 
-def open_typeset(page, base: str, docname: str, recorder: Recorder) -> PageVisit:
-    """Open ``docname`` and wait until MathJax has typeset it; a failure to typeset is noted."""
-    page.add_init_script(MATHJAX_WATCH)
+def open_typeset(page, base: str, docname: str, recorder: Recorder, *, watch: bool = True) -> PageVisit:
+    """Open ``docname`` and wait until MathJax has typeset it; a failure to typeset is noted. ``watch``:
+    install the script that notes when MathJax is done (a :class:`ReaderTab` has it already)."""
+    if watch:
+        page.add_init_script(MATHJAX_WATCH)
     url = page_url(base, docname)
     response = page.goto(url, wait_until="load")
     result = PageVisit(docname, url, response.status if response else None, recorder)

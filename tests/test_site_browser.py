@@ -22,11 +22,13 @@ loads MathJax) in ``load-times.txt``; bench/page_ready.py measures page ready ag
 from __future__ import annotations
 
 import contextlib
+import http.server
 import io
 import json
 import os
 import re
 import statistics
+import threading
 import zipfile
 from pathlib import Path
 
@@ -41,9 +43,10 @@ from .browser_support import (
     FULL_PAGE_SCREENSHOTS,
     LAYOUT,
     MATH,
-    PHONE,
+    PHONE_WINDOW,
     RAW_TEX,
     FontCoverage,
+    ReaderTab,
     Recorder,
     docname_of,
     fetch,
@@ -103,13 +106,29 @@ def screenshots():
 
 
 @pytest.fixture(scope="module")
-def visits(browser, site, screenshots):
+def wide(browser):
+    """The tab, 1280 px wide, in which the visits open their pages one after the other."""
+    tab = ReaderTab(browser)
+    yield tab
+    tab.close()
+
+
+@pytest.fixture(scope="module")
+def phone(browser):
+    """The tab on a phone's screen (390 px, touch) in which the phone visits open their pages."""
+    tab = ReaderTab(browser, **PHONE_WINDOW)
+    yield tab
+    tab.close()
+
+
+@pytest.fixture(scope="module")
+def visits(wide, site, screenshots):
     """Each table-of-contents page opened once (lazily), shared by the checks below."""
     cache = {}
 
     def get(docname):
         if docname not in cache:
-            cache[docname] = visit(browser, site, docname, screenshots)
+            cache[docname] = visit(wide, site, docname, screenshots)
         return cache[docname]
 
     return get
@@ -306,6 +325,56 @@ def test_internal_links_resolve(visits, site):
         if status != 200:
             problems.append(f"{docname} links to {url}: HTTP {status}")
     assert not problems, "\n".join(problems)
+
+
+def test_a_request_for_another_host_is_reported_and_never_sent(browser, tmp_path):
+    """A page that asks for a CDN's stylesheet, a script by IP address, and a picture from a server
+    of this machine under another name (``localhost``): each is reported as leaving the test server,
+    and the other server never sees its request."""
+    seen = []
+
+    class Outside(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the name http.server calls
+            seen.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, format, *args):  # noqa: A002 - the name of the overridden argument
+            pass
+
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Outside)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    outside = ["https://cdn.example.com/theme.css", "http://203.0.113.5/math.js",
+               f"http://localhost:{other.server_port}/figure.png"]
+    (tmp_path / "page.html").write_text(
+        f'<!doctype html><link rel="stylesheet" href="{outside[0]}"><script src="{outside[1]}"></script>'
+        f'<p>text</p><img src="{outside[2]}" alt="a figure">', encoding="utf-8")
+    try:
+        with serve(tmp_path) as base:
+            recorder = Recorder(base)
+            context, page = new_page(browser, recorder)
+            try:
+                page.goto(base + "page.html", wait_until="load")
+                page.wait_for_load_state("networkidle")
+            finally:
+                context.close()
+    finally:
+        other.shutdown()
+        other.server_close()
+    problems = recorder.network_problems()
+    for url in outside:
+        assert any("leaving the test server" in p and url in p for p in problems), (url, problems)
+    assert not seen, f"the browser reached a server other than the test server: {seen}"
+
+
+def test_a_missing_asset_is_reported_and_a_copy_still_current_is_not():
+    """HTTP 404 (or any error) for an asset is a problem; 304, the server confirming the browser's cached
+    copy, is not."""
+    recorder = Recorder("http://127.0.0.1:8000/")
+    recorder.responses = [(200, "http://127.0.0.1:8000/a.css"), (304, "http://127.0.0.1:8000/b.css"),
+                          (404, "http://127.0.0.1:8000/c.png"), (500, "http://127.0.0.1:8000/d.js")]
+    assert recorder.network_problems() == ["HTTP 404 for http://127.0.0.1:8000/c.png",
+                                           "HTTP 500 for http://127.0.0.1:8000/d.js"]
 
 
 def test_site_root_opens_the_home_page(browser, site):
@@ -537,13 +606,13 @@ def test_page_load_times(visits, capsys):
 
 
 @pytest.fixture(scope="module")
-def phone_visits(browser, site, screenshots):
+def phone_visits(phone, site, screenshots):
     """Each page opened once (lazily) on a phone's screen, 390 px wide."""
     cache = {}
 
     def get(docname):
         if docname not in cache:
-            cache[docname] = visit_phone(browser, site, docname, screenshots)
+            cache[docname] = visit_phone(phone, site, docname, screenshots)
         return cache[docname]
 
     return get
@@ -609,16 +678,16 @@ def test_on_a_phone_the_page_never_scrolls_sideways_and_no_equation_or_table_is_
     assert not problems, report(f"{docname} at 390 px", problems)
 
 
-def test_generated_pages_fit_both_widths(browser, site, built_site, screenshots):
+def test_generated_pages_fit_both_widths(wide, phone, site, built_site, screenshots):
     """Search, the general index and any other page Sphinx adds, at 1280 px and at 390 px."""
     names = generated_pages(built_site)
     assert "search" in names, f"no search page among the generated pages {names}"
     problems = []
     for name in names:
-        wide = visit(browser, site, name, screenshots)
-        problems += [f"{name} at 1280 px: {p}" for p in layout_problems(wide.layout, code_may_scroll=False)]
-        phone = visit_phone(browser, site, name, screenshots)
-        problems += [f"{name} at 390 px: {p}" for p in layout_problems(phone.layout, code_may_scroll=True)]
+        at_1280 = visit(wide, site, name, screenshots)
+        problems += [f"{name} at 1280 px: {p}" for p in layout_problems(at_1280.layout, code_may_scroll=False)]
+        at_390 = visit_phone(phone, site, name, screenshots)
+        problems += [f"{name} at 390 px: {p}" for p in layout_problems(at_390.layout, code_may_scroll=True)]
     assert not problems, report("generated pages", problems)
 
 
@@ -660,7 +729,7 @@ def test_a_figure_drawn_for_a_phone_keeps_its_size_there_in_both_editions(phone_
     figures = PHONE_FIGURES[docname]
     problems = []
     for where, page in ((f"{docname} at 390 px", phone_visits(docname)),
-                        (f"zh-TW/{docname} at 390 px", chinese_visits(docname, phone=True)),
+                        (f"zh-TW/{docname} at 390 px", chinese_visits(docname, on_phone=True)),
                         (f"{docname} at 1280 px", visits(docname)),
                         (f"zh-TW/{docname} at 1280 px", chinese_visits(docname))):
         problems += [f"{where}: {figure} is shown at {scale:.0%} of its size" for figure, scale in
@@ -688,7 +757,7 @@ def test_the_layout_and_figure_checks_can_fail(browser, site):
     wide table, an equation too wide for a phone, the page scrolling sideways, a picture with a file
     name for alt text and no caption."""
     recorder = Recorder(site)
-    context, page = new_page(browser, recorder, viewport=PHONE, is_mobile=True, has_touch=True)
+    context, page = new_page(browser, recorder, **PHONE_WINDOW)
     try:
         opened = open_typeset(page, site, "book/scaled_dot_product", recorder)
         clean = page.evaluate(LAYOUT)
@@ -748,7 +817,7 @@ def chrome_problems(chrome: dict) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def chinese_chrome(browser, site):
+def chinese_chrome(wide, site):
     """The theme's chrome (``CHROME``) of each page of the 繁體中文 edition at 1280 px, each page
     opened once (lazily) and typeset; the English pages' is in ``visits``."""
     base = site + "zh-TW/"
@@ -757,13 +826,10 @@ def chinese_chrome(browser, site):
     def get(docname):
         if docname not in cache:
             recorder = Recorder(site)
-            context, page = new_page(browser, recorder)
-            try:
-                visit = open_typeset(page, base, docname, recorder)
+            with wide.recorded(recorder) as page:
+                visit = open_typeset(page, base, docname, recorder, watch=False)
                 assert visit.status == 200, f"zh-TW/{docname}.html answered {visit.status}"
                 cache[docname] = page.evaluate(CHROME)
-            finally:
-                context.close()
         return cache[docname]
 
     return get
@@ -815,14 +881,15 @@ ZH_PAGES = ["book/qkv_roles", "book/decoding", "book/training_attention"]
 
 
 @pytest.fixture(scope="module")
-def chinese_visits(browser, site):
+def chinese_visits(wide, phone, site):
     """Each page of ``ZH_PAGES`` in the 繁體中文 edition opened once (lazily) at 1280 px, or on a phone."""
     base, cache = site + "zh-TW/", {}
 
-    def get(docname, *, phone=False):
-        if (docname, phone) not in cache:
-            cache[docname, phone] = (visit_phone if phone else visit)(browser, base, docname, None)
-        return cache[docname, phone]
+    def get(docname, *, on_phone=False):
+        if (docname, on_phone) not in cache:
+            cache[docname, on_phone] = (visit_phone(phone, base, docname, None) if on_phone
+                                        else visit(wide, base, docname, None))
+        return cache[docname, on_phone]
 
     return get
 
@@ -844,6 +911,6 @@ def test_a_chinese_chapter_loads_typesets_draws_its_glyphs_and_fits_1280_px(chin
 
 @pytest.mark.parametrize("docname", ZH_PAGES)
 def test_on_a_phone_a_chinese_chapter_never_scrolls_sideways_and_nothing_is_clipped(chinese_visits, docname):
-    page = chinese_visits(docname, phone=True)
+    page = chinese_visits(docname, on_phone=True)
     problems = page.problems_before_checks + layout_problems(page.layout, code_may_scroll=True)
     assert not problems, report(f"zh-TW/{docname} at 390 px", problems)
