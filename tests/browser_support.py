@@ -164,15 +164,13 @@ def jupyter(subcommand: str, root: Path, home: Path, *options: str, env: dict | 
                 server.wait()
 
 
-_HELD: list[socket.socket] = []  # the sockets of _nowhere(), held for the life of the process
-
-
-def _nowhere() -> int:
-    """A port of 127.0.0.1 that this process holds and never listens on: a connection to it is refused."""
+@functools.cache
+def _refusing_socket() -> socket.socket:
+    """A port of 127.0.0.1 that this process holds (the cache keeps the socket) and never listens on:
+    a connection to it is refused."""
     held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     held.bind(("127.0.0.1", 0))
-    _HELD.append(held)
-    return held.getsockname()[1]
+    return held
 
 
 @functools.cache
@@ -182,7 +180,8 @@ def _offline_flags() -> tuple[str, ...]:
     nothing outside the test servers, whatever a page asks for, and the ``Recorder`` names it.
     Blocking there, rather than routing each request through Playwright and the test process (which
     also turns the browser's cache off), takes a sixth of the CPU time off the browser tests."""
-    return (f"--proxy-server=http://127.0.0.1:{_nowhere()}", "--proxy-bypass-list=<-loopback>;127.0.0.1")
+    port = _refusing_socket().getsockname()[1]
+    return (f"--proxy-server=http://127.0.0.1:{port}", "--proxy-bypass-list=<-loopback>;127.0.0.1")
 
 
 def launch_chromium(playwright, **options):
@@ -470,10 +469,16 @@ class PageVisit:
     math_fonts: dict = dataclasses.field(default_factory=dict)
 
 
-def new_page(browser, recorder: Recorder, **context_options):
-    """A fresh browser context (empty cache and storage) with one page watched by ``recorder``."""
+def _new_context(browser, **context_options):
+    """A fresh browser context (empty cache and storage), 1280 px wide unless ``context_options`` say otherwise."""
     context = browser.new_context(**{"viewport": VIEWPORT, **context_options})
     context.set_default_timeout(PAGE_TIMEOUT_MS)
+    return context
+
+
+def new_page(browser, recorder: Recorder, **context_options):
+    """A fresh browser context (:func:`_new_context`) with one page watched by ``recorder``."""
+    context = _new_context(browser, **context_options)
     page = context.new_page()
     recorder.attach(page)
     return context, page
@@ -483,17 +488,17 @@ class ReaderTab:
     """One browser tab (1280 px wide unless ``context_options`` say otherwise) in which the visits
     open their pages one after the other, as a reader goes from page to page.
 
-    The browser's cache is turned off for the tab, so that a page asks the server for everything, as
-    on a first visit. A new browser context for each page (an empty profile) cost the browser about
-    1.7 s of CPU time more than the page itself: its new renderer process.
+    The tab asks the browser not to use its cache (CDP ``Network.setCacheDisabled``), so that a page
+    asks the server for everything, as on a first visit; a 304 the server may still answer counts as
+    loaded (:data:`LOADED`). A new browser context for each page (an empty profile) cost the browser
+    about 1.7 s of CPU time more than the page itself: its new renderer process.
     """
 
     def __init__(self, browser, **context_options):
-        self.context = browser.new_context(**{"viewport": VIEWPORT, **context_options})
-        self.context.set_default_timeout(PAGE_TIMEOUT_MS)
+        self.context = _new_context(browser, **context_options)
         self.page = self.context.new_page()
         self.page.add_init_script(MATHJAX_WATCH)
-        self._cdp = self.context.new_cdp_session(self.page)  # attached while the tab lives: the setting is its
+        self._cdp = self.context.new_cdp_session(self.page)  # kept attached: the setting lasts as long as it
         self._cdp.send("Network.enable")
         self._cdp.send("Network.setCacheDisabled", {"cacheDisabled": True})
 
