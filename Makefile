@@ -30,7 +30,7 @@ PYTEST_ARGS ?=
 # bytecode and 27 s with it.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: site test venv lock node browser sandbox clean release grade translations
+.PHONY: site test venv lock node browser sandbox debian-packages clean release grade translations
 
 SPHINX = PYTHONPATH=$(CURDIR)/book/_ext$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/sphinx-build
 # Both editions, English at $(BUILD_DIR)/html and 繁體中文 at $(BUILD_DIR)/html/zh-TW, from the same
@@ -85,9 +85,16 @@ conf.py: _config.yml _toc.yml $(INSTALLED)
 # The tests run in one process per core (pytest-xdist); the tests that share a fixture run in the
 # same process and the book is built once for all (tests/workers.py). TEST_WORKERS=0 runs them in
 # this process alone. conf.py first, so that no two tests make it at the same time.
+# On a new machine, Debian's packages download and unpack while pip installs the lock (apt-get and
+# pip wait on different things); the packages one after the other, as apt-get holds a lock.
 TEST_WORKERS ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
-test: $(INSTALLED) node browser sandbox conf.py
+test:
+	@$(MAKE) --no-print-directory -j 2 $(INSTALLED) debian-packages
+	@$(MAKE) --no-print-directory conf.py
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+
+debian-packages:
+	@$(MAKE) --no-print-directory node browser sandbox
 
 venv: $(INSTALLED)
 
