@@ -18,10 +18,12 @@ within :data:`CODE_TOLERANCE` (1e-6).
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 
@@ -371,14 +373,11 @@ def qkv_switched_off():
     a call from the student's code raises :class:`QkvNotAvailable`, as ``import qkv``
     fails when the notebook is graded, where qkv is not installed.
     """
-    import qkv
-
     saved = []
-    for module in (qkv, *_REFERENCE_MODULES):
-        for key, value in list(vars(module).items()):
-            if not key.startswith("_") and inspect.isfunction(value) and value.__module__.startswith("qkv"):
-                saved.append((module, key, value))
-                setattr(module, key, _refusing_outside_qkv(value, f"qkv.{key}"))
+    for module, key in _public_functions():
+        value = getattr(module, key)
+        saved.append((module, key, value))
+        setattr(module, key, _refusing_outside_qkv(value, f"qkv.{key}"))
     try:
         yield
     finally:
@@ -386,6 +385,17 @@ def qkv_switched_off():
             setattr(module, key, value)
 
 
+@functools.cache
+def _public_functions() -> tuple[tuple[ModuleType, str], ...]:
+    """``(module, name)`` of each public function of qkv's modules, found once (the checks switch qkv
+    off thousands of times when a class is graded)."""
+    import qkv
+
+    return tuple((module, key) for module in (qkv, *_REFERENCE_MODULES) for key, value in vars(module).items()
+                 if not key.startswith("_") and inspect.isfunction(value) and value.__module__.startswith("qkv"))
+
+
+@functools.lru_cache(maxsize=1024)
 def _refusing_outside_qkv(function, qualified_name: str):
     def guarded(*args, **kwargs):
         caller = sys._getframe(1).f_globals.get("__name__", "")

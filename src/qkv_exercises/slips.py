@@ -23,6 +23,7 @@ several heads ``O_concat`` and ``Y``.
 from __future__ import annotations
 
 import functools
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -182,14 +183,20 @@ HEAD_SLIPS = (BIAS_DROPPED, BIAS_NOT_BROADCAST) + ATTENTION_SLIPS
 SOFTMAX_SLIPS = (NO_EXPONENTIAL, NOT_NORMALISED, SOFTMAX_OVER_COLUMNS, MISSING_KEEPDIMS)
 
 
+_HEAD_KEYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a head's arrays are read-only
+
+
 def _content_key(value):
     """A hashable key for arrays, heads and the other inputs of the functions below, by their content."""
     if isinstance(value, np.ndarray):
         return (value.shape, value.dtype.str, value.tobytes())
-    if isinstance(value, Head):
-        return tuple(_content_key(v) for v in value)
+    if isinstance(value, Head):  # keyed once: the checks ask for the same heads' steps thousands of times
+        key = _HEAD_KEYS.get(value)
+        if key is None:
+            key = _HEAD_KEYS[value] = tuple(map(_content_key, value))
+        return key
     if isinstance(value, (tuple, list)):
-        return (type(value).__name__, *(_content_key(v) for v in value))
+        return (type(value).__name__, *map(_content_key, value))
     if isinstance(value, (int, float, str, type(None), Slip)):
         return value
     return _content_key(np.asarray(value, dtype=float))
