@@ -388,7 +388,7 @@ MATH = """(rawTexPattern) => {
 }"""
 
 NAVIGATION = """() => ({
-  sidebar: [...document.querySelectorAll('#pst-primary-sidebar a[href]')].map((a) => a.href),
+  sidebar: [...document.querySelectorAll('#pst-primary-sidebar a[href]')].map((a) => a.href),  // SIDEBAR_LINKS
   next: [...document.querySelectorAll('a.right-next')].map((a) => a.href),
   prev: [...document.querySelectorAll('a.left-prev')].map((a) => a.href),
   links: [...document.querySelectorAll('a[href]')].map((a) => a.href),
@@ -467,6 +467,9 @@ class PageVisit:
     figures: dict = dataclasses.field(default_factory=dict)
     chrome: dict = dataclasses.field(default_factory=dict)
     math_fonts: dict = dataclasses.field(default_factory=dict)
+    # "next", "prev" and "sidebar" (the sidebar's link to the page asked for): None when a reader could
+    # click the link, else why not (:func:`clickable`)
+    clickable: dict = dataclasses.field(default_factory=dict)
 
 
 def _new_context(browser, **context_options):
@@ -515,8 +518,10 @@ class ReaderTab:
         self.context.close()
 
 
-def visit(tab: ReaderTab, base: str, docname: str, screenshot_dir: Path | None) -> PageVisit:
-    """Open one page in ``tab`` (1280 px wide) as a reader would and collect everything the tests look at."""
+def visit(tab: ReaderTab, base: str, docname: str, screenshot_dir: Path | None, *,
+          sidebar_target: str | None = None) -> PageVisit:
+    """Open one page in ``tab`` (1280 px wide) as a reader would and collect everything the tests look at;
+    ``sidebar_target``: a page whose link in the sidebar is tried too (:attr:`PageVisit.clickable`)."""
     recorder = Recorder(base)
     with tab.recorded(recorder) as page:
         context = tab.context
@@ -539,10 +544,36 @@ def visit(tab: ReaderTab, base: str, docname: str, screenshot_dir: Path | None) 
             result.screenshot = screenshot_dir / (docname.replace("/", "__") + ".png")
             page.screenshot(path=str(result.screenshot), full_page=FULL_PAGE_SCREENSHOTS)
         result.chrome = page.evaluate(CHROME)  # after the screenshot: it may scroll the sidebar
+        # After the chrome too: trying a link scrolls it into view.
+        result.clickable = {"next": clickable(page.locator("a.right-next")),
+                            "prev": clickable(page.locator("a.left-prev"))}
+        if sidebar_target is not None:
+            found = [i for i, url in enumerate(result.sidebar) if docname_of(base, url) == sidebar_target]
+            result.clickable["sidebar"] = (clickable(page.locator(SIDEBAR_LINKS).nth(found[0])) if found
+                                           else f"no link to {sidebar_target}")
         # Last, because it rewraps the page's text in probe spans.
         result.cjk = probe_cjk_fonts(context, page)
         page.wait_for_load_state("networkidle")  # late requests (fonts, the favicon) are recorded too
         return result
+
+
+SIDEBAR_LINKS = "#pst-primary-sidebar a[href]"
+CLICK_TIMEOUT_MS = 5_000
+
+
+def clickable(locator, timeout_ms: int = CLICK_TIMEOUT_MS) -> str | None:
+    """None when a reader could click the first element of ``locator`` now, else why not. Playwright's
+    trial click: the element is there, visible, steady, and the one the pointer would hit (nothing
+    covers it); the click itself is not made, so the page stays."""
+    if not locator.count():
+        return "not on the page"
+    try:
+        locator.first.click(trial=True, timeout=timeout_ms)
+    except Exception as error:  # noqa: BLE001 - Playwright's call log says what stood in the way
+        lines = [line.strip(" -") for line in str(error).splitlines()]
+        reasons = [line for line in lines if "intercepts pointer events" in line or line.startswith("element is not")]
+        return (reasons or lines)[-1 if reasons else 0]
+    return None
 
 
 def probe_cjk_fonts(context, page, limit: int = 400) -> list[dict]:

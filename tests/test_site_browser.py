@@ -1,11 +1,14 @@
 """The website as a reader sees it: every page of the table of contents opened in headless Chromium.
 
-The built site is served on 127.0.0.1 (a free port) and every page is opened in a fresh browser
-context. Any request that would leave the test server is blocked and reported. For each page the
+The built site is served on 127.0.0.1 (a free port) and the pages are opened one after the other in
+one browser tab per width, as a reader goes from page to page. Any request for another host is
+reported, and never sent: Chromium hands it to a proxy that refuses it. For each page the
 test checks HTTP status of the page and every asset, the console, typeset math (typeset when the
 site was built: no typesetting script, MathML for assistive technology, and the MathJax fonts it
 is drawn in preloaded, no other fetched), decoded images,
-the font that actually drew the Chinese text, and the navigation (sidebar, next/previous, search).
+the font that actually drew the Chinese text, and the navigation (sidebar, next/previous, search):
+on every page, a reader can click its links to the pages before and after it, and one link of each
+kind is followed.
 The Exercises page must offer each released problem set as a zip without solutions.
 
 Every page must fit a laptop (1280 px) and a phone (390 px): no code, equation or table clipped or
@@ -45,9 +48,11 @@ from .browser_support import (
     MATH,
     PHONE_WINDOW,
     RAW_TEX,
+    SIDEBAR_LINKS,
     FontCoverage,
     ReaderTab,
     Recorder,
+    clickable,
     docname_of,
     fetch,
     launch_chromium,
@@ -128,7 +133,9 @@ def visits(wide, site, screenshots):
 
     def get(docname):
         if docname not in cache:
-            cache[docname] = visit(wide, site, docname, screenshots)
+            # the sidebar's link to the next page of the table of contents (from the last page, to the first)
+            following = PAGES[(PAGES.index(docname) + 1) % len(PAGES)] if docname in PAGES else None
+            cache[docname] = visit(wide, site, docname, screenshots, sidebar_target=following)
         return cache[docname]
 
     return get
@@ -389,56 +396,67 @@ def test_site_root_opens_the_home_page(browser, site):
     assert not problems, report(site, problems)
 
 
-def test_sidebar_links_open_every_page(browser, site):
-    """From each page, click the sidebar's link to the next page of the table of contents."""
+def test_sidebar_links_open_every_page(visits, wide, site):
+    """From each page, a reader can click the sidebar's link to the next page of the table of contents
+    (from the last page, to the first), and a click on such a link opens its page.
+
+    Each page's link is tried in its visit (a trial click: there, visible, steady, nothing over it);
+    one of them is clicked and followed here. Following every one would load every page again, which
+    costs the browser about a second each and adds nothing the trial and the one click do not show.
+    """
+    problems = [f"{docname}: the sidebar link to {PAGES[(i + 1) % len(PAGES)]}: {visits(docname).clickable['sidebar']}"
+                for i, docname in enumerate(PAGES) if visits(docname).clickable["sidebar"]]
     recorder = Recorder(site)
-    context, page = new_page(browser, recorder)
-    problems = []
-    try:
+    with wide.recorded(recorder) as page:
         page.goto(page_url(site, PAGES[-1]))
-        for target in PAGES:
-            hrefs = page.eval_on_selector_all("#pst-primary-sidebar a[href]", "links => links.map(a => a.href)")
-            matches = [i for i, href in enumerate(hrefs) if docname_of(site, href) == target]
-            here = docname_of(site, page.url)
-            if not matches:
-                problems.append(f"{here}: no sidebar link to {target}")
-                page.goto(page_url(site, target))
-                continue
-            link = page.locator("#pst-primary-sidebar a[href]").nth(matches[0])
-            if docname_of(site, page.url) != target:
-                with page.expect_navigation():
-                    link.click()
-            if docname_of(site, page.url) != target:
-                problems.append(f"{here}: the sidebar link to {target} opened {page.url}")
-    finally:
-        context.close()
+        hrefs = page.eval_on_selector_all(SIDEBAR_LINKS, "links => links.map(a => a.href)")
+        matches = [i for i, href in enumerate(hrefs) if docname_of(site, href) == PAGES[0]]
+        if matches:
+            with page.expect_navigation():
+                page.locator(SIDEBAR_LINKS).nth(matches[0]).click()
+            if docname_of(site, page.url) != PAGES[0]:
+                problems.append(f"{PAGES[-1]}: the sidebar link to {PAGES[0]} opened {page.url}")
+        else:
+            problems.append(f"{PAGES[-1]}: no sidebar link to {PAGES[0]}")
     problems += recorder.network_problems(walked=True) + recorder.console_errors
-    assert not problems, report("sidebar walk", problems)
+    assert not problems, report("sidebar links", problems)
 
 
-def _walk(page, site, start, selector):
-    """Follow ``selector`` links from ``start`` until there is none; the docnames in the order seen."""
-    page.goto(page_url(site, start))
+def _chain(visits, site, start: str, kind: str) -> list[str]:
+    """The pages met following each visited page's ``kind`` link ("next" or "prev") from ``start``."""
     seen = [start]
-    while page.locator(selector).count() and len(seen) <= 2 * len(PAGES):
-        with page.expect_navigation():
-            page.locator(selector).first.click()
-        seen.append(docname_of(site, page.url) or page.url)
+    while (links := getattr(visits(seen[-1]), kind)) and len(seen) <= 2 * len(PAGES):
+        seen.append(docname_of(site, links[0]) or links[0])
+        if seen[-1] not in PAGES:
+            break
     return seen
 
 
-def test_next_and_previous_links_walk_every_page_in_order(browser, site):
-    recorder = Recorder(site)
-    context, page = new_page(browser, recorder)
-    try:
-        forward = _walk(page, site, PAGES[0], "a.right-next")
-        backward = _walk(page, site, forward[-1], "a.left-prev")
-    finally:
-        context.close()
+def test_next_and_previous_links_walk_every_page_in_order(visits, wide, site):
+    """Following "next" from the first page meets every page in the order of the table of contents,
+    and "previous" from the last page meets them all back; a reader can click each of those links, and
+    a click on each kind opens the page it leads to.
+
+    The links are read from each page's visit, where each is tried (a trial click: there, visible,
+    steady, nothing over it); one of each kind is clicked and followed here.
+    """
+    forward = _chain(visits, site, PAGES[0], "next")
+    backward = _chain(visits, site, PAGES[-1], "prev")
     assert forward == PAGES, f"following 'next' from {PAGES[0]} visits {forward}, the table of contents is {PAGES}"
-    assert backward == list(reversed(PAGES)), f"following 'previous' from {forward[-1]} visits {backward}"
-    problems = recorder.network_problems(walked=True) + recorder.console_errors
-    assert not problems, report("next/previous walk", problems)
+    assert backward == list(reversed(PAGES)), f"following 'previous' from {PAGES[-1]} visits {backward}"
+    problems = [f"{docname}: its '{kind}' link: {visits(docname).clickable[kind]}"
+                for docname in PAGES for kind, there in (("next", docname != PAGES[-1]), ("prev", docname != PAGES[0]))
+                if there and visits(docname).clickable[kind]]
+    recorder = Recorder(site)
+    with wide.recorded(recorder) as page:
+        for start, selector, expected in ((PAGES[0], "a.right-next", PAGES[1]), (PAGES[-1], "a.left-prev", PAGES[-2])):
+            page.goto(page_url(site, start))
+            with page.expect_navigation():
+                page.locator(selector).first.click()
+            if docname_of(site, page.url) != expected:
+                problems.append(f"{start}: its {selector} link opened {page.url}, not {expected}")
+    problems += recorder.network_problems(walked=True) + recorder.console_errors
+    assert not problems, report("next/previous links", problems)
 
 
 def test_search_finds_softmax(browser, site, screenshots):
@@ -867,6 +885,31 @@ def test_the_search_field_and_title_checks_can_fail(browser, site):
     assert any("2 search fields in view" in p for p in problems), problems
     assert any("the site title 'Attention by Hand' is covered by div" in p for p in problems), problems
 
+
+def test_a_link_covered_hidden_or_missing_is_not_clickable(browser, site):
+    """The trial click of the visits reports a "next" link that something covers, one that is hidden,
+    and one that is not there; the same link as built is clickable."""
+    recorder = Recorder(site)
+    context, page = new_page(browser, recorder)
+    try:
+        open_typeset(page, site, PAGES[1], recorder)
+        link = page.locator("a.right-next")
+        found = {"as built": clickable(link)}
+        page.evaluate("""() => {
+          const bar = document.createElement('div');
+          bar.style.cssText = 'position: fixed; inset: 0; z-index: 2000; background: white';
+          document.body.append(bar);
+        }""")
+        found["covered"] = clickable(link, timeout_ms=1_000)
+        page.evaluate("() => { document.querySelector('a.right-next').style.display = 'none'; }")
+        found["hidden"] = clickable(link, timeout_ms=1_000)
+        found["missing"] = clickable(page.locator("a.no-such-link"), timeout_ms=1_000)
+    finally:
+        context.close()
+    assert found["as built"] is None, found
+    assert "<div></div> intercepts pointer events" in (found["covered"] or ""), found
+    assert found["hidden"] == "element is not visible", found
+    assert found["missing"] == "not on the page", found
 
 
 # ---------------------------------------------------------------- the 繁體中文 edition at both widths
