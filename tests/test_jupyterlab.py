@@ -149,6 +149,12 @@ READ_NOTEBOOK = """() => {
 }"""
 
 
+# The prompts of the open notebook's code cells ("[*]:" while a cell runs): read while the cells run,
+# every half second. textContent, unlike READ_NOTEBOOK's innerText, makes the browser lay nothing out.
+PROMPTS = """() => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputPrompt')]
+  .map((prompt) => prompt.textContent.trim())"""
+
+
 # Open a file as a double click in the file browser does (with the default viewer the settings give it).
 OPEN = "async (path) => { await window.jupyterapp.commands.execute('docmanager:open', {path}); return true; }"
 # Close every document of the main area without asking to save it (nothing is saved: the lab serves a copy).
@@ -184,9 +190,8 @@ def run_chapter(lab_page: LabPage, source: Path, screenshot: Path, tree_path: st
         deadline = started + RUN_TIMEOUT_S
         retried = False
         while True:
-            cells = page.evaluate(READ_NOTEBOOK)
-            busy = [i for i, c in enumerate(cells)
-                    if c["type"] == "code" and ("*" in c["prompt"] or c["prompt"] in ("", "[ ]:"))]
+            prompts = page.evaluate(PROMPTS)
+            busy = [i for i, prompt in enumerate(prompts) if "*" in prompt or prompt in ("", "[ ]:")]
             if not busy:
                 break
             idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0
@@ -194,11 +199,12 @@ def run_chapter(lab_page: LabPage, source: Path, screenshot: Path, tree_path: st
                 run_all(page)  # the kernel was not connected yet when the first Run All came
                 retried = True
             if time.monotonic() > deadline:
-                errors = [e for c in cells for e in c["errors"]]
+                errors = [e for c in page.evaluate(READ_NOTEBOOK) for e in c["errors"]]
                 page.screenshot(path=str(screenshot), full_page=False)
-                pytest.fail(f"{source.name}: cells {busy} of {len(cells)} not run after {RUN_TIMEOUT_S} s; "
+                pytest.fail(f"{source.name}: code cells {busy} of {len(prompts)} not run after {RUN_TIMEOUT_S} s; "
                             f"errors: {errors[:3]}")
             page.wait_for_timeout(500)
+        cells = page.evaluate(READ_NOTEBOOK)
         # the prose's expressions are evaluated after the cells before them: wait until none is left
         for _ in range(60):
             if not any("Unexecuted inline expression" in c.get("text", "") for c in cells):
