@@ -76,6 +76,22 @@ def test_every_page_has_a_twin_and_links_to_it_both_ways(built_site, docname):
                               "zh-Hant-TW": posixpath.join(ZH, f"{docname}.html")}, f"{page}: {alternates}"
 
 
+@pytest.mark.parametrize(("edition", "lang", "title"), [("", "en", "Attention by Hand"),
+                                                         (ZH, "zh-Hant-TW", "親手算注意力")])
+def test_the_root_of_each_edition_sends_the_reader_to_its_first_page_in_its_language_with_the_icon(
+        built_site, edition, lang, title):
+    """``index.html`` at an edition's root (where a reader lands on the bare address) names the site's icon,
+    which is in the build: without one, the browser asks for ``/favicon.ico``, which is not, and logs a 404."""
+    root = built_site / edition
+    html = soup(root / "index.html")
+    assert html.html["lang"] == lang
+    assert html.title.get_text() == title
+    refresh = html.select_one('meta[http-equiv="Refresh"]')["content"]
+    assert refresh == f"0; url={PAGES[0]}.html" and (root / f"{PAGES[0]}.html").is_file(), refresh
+    icons = [link["href"] for link in html.select('link[rel="icon"]')]
+    assert icons == ["_static/favicon.svg"] and (root / icons[0]).is_file(), icons
+
+
 @pytest.mark.parametrize("docname", PAGES)
 def test_each_edition_says_its_language(built_site, docname):
     assert soup(page_path(built_site, docname)).html["lang"] == "en"

@@ -31,6 +31,7 @@ says how they are kept); this extension does the rest of what makes a page belon
 from __future__ import annotations
 
 import hashlib
+import html
 import os
 import posixpath
 import time
@@ -245,8 +246,35 @@ def register_course_catalogue(app) -> None:
             app.add_message_catalog(COURSE_CATALOGUE, str(base))
 
 
+ROOT_PAGE = """<!DOCTYPE html>
+<html lang="{lang}">
+<head>
+<meta charset="utf-8">
+<title>{title}</title>
+{icon}<meta http-equiv="Refresh" content="0; url={target}">
+</head>
+<body><p><a href="{target}">{title}</a></p></body>
+</html>
+"""
+
+
+def write_root_page(app, exception) -> None:
+    """The edition's ``index.html``, which sends the reader on to the first page, as sphinx-external-toc's
+    would (it writes one only where there is none), in the edition's language and with the site's icon:
+    without one, the browser asks for ``/favicon.ico`` while it waits, and logs the site's 404."""
+    if exception is not None or app.builder.format != "html" or app.config.root_doc == "index":
+        return
+    favicon = app.config.html_favicon or ""
+    href = favicon if "://" in favicon else f"_static/{posixpath.basename(favicon)}"  # where Sphinx copies it
+    icon = f'<link rel="icon" href="{html.escape(href)}">\n' if favicon else ""
+    page = ROOT_PAGE.format(lang=edition(app.config.language)[2], title=html.escape(str(app.config.html_title)),
+                            icon=icon, target=html.escape(app.builder.get_target_uri(app.config.root_doc)))
+    Path(app.outdir, "index.html").write_text(page, encoding="utf-8")
+
+
 def setup(app):
     register_course_catalogue(app)
+    app.connect("build-finished", write_root_page, priority=400)  # before sphinx-external-toc's (500)
     app.connect("config-inited", tell_the_kernels)
     app.connect("config-inited", translate_configuration, priority=900)
     app.connect("builder-inited", own_output_folder, priority=900)  # after myst-nb's (500)
