@@ -388,7 +388,7 @@ MATH = """(rawTexPattern) => {
 }"""
 
 NAVIGATION = """() => ({
-  sidebar: [...document.querySelectorAll('#pst-primary-sidebar a[href]')].map((a) => a.href),  // SIDEBAR_LINKS
+  sidebar: [...document.querySelectorAll('#pst-primary-sidebar a[href]')].map((a) => a.href),
   next: [...document.querySelectorAll('a.right-next')].map((a) => a.href),
   prev: [...document.querySelectorAll('a.left-prev')].map((a) => a.href),
   links: [...document.querySelectorAll('a[href]')].map((a) => a.href),
@@ -557,7 +557,7 @@ def visit(tab: ReaderTab, base: str, docname: str, screenshot_dir: Path | None, 
         return result
 
 
-SIDEBAR_LINKS = "#pst-primary-sidebar a[href]"
+SIDEBAR_LINKS = "#pst-primary-sidebar a[href]"  # the sidebar's links, as NAVIGATION reads them
 CLICK_TIMEOUT_MS = 5_000
 
 
