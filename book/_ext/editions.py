@@ -40,6 +40,7 @@ from pathlib import Path
 from sphinx import addnodes
 from sphinx.locale import get_translation
 from sphinx.transforms import SphinxTransform
+from sphinx.util import isurl
 from sphinx.util.i18n import CatalogInfo, docname_to_domain
 
 # Sphinx's language, the edition's folder under the English site, the HTML language tag, its name.
@@ -264,8 +265,8 @@ def write_root_page(app, exception) -> None:
     without one, the browser asks for ``/favicon.ico`` while it waits, and logs the site's 404."""
     if exception is not None or app.builder.format != "html" or app.config.root_doc == "index":
         return
-    favicon = app.config.html_favicon or ""
-    href = favicon if "://" in favicon else f"_static/{posixpath.basename(favicon)}"  # where Sphinx copies it
+    favicon = app.config.html_favicon or ""  # a URL, or a file that Sphinx copies into _static/ (by its name)
+    href = favicon if isurl(favicon) else f"_static/{posixpath.basename(favicon)}"
     icon = f'<link rel="icon" href="{html.escape(href)}">\n' if favicon else ""
     page = ROOT_PAGE.format(lang=edition(app.config.language)[2], title=html.escape(str(app.config.html_title)),
                             icon=icon, target=html.escape(app.builder.get_target_uri(app.config.root_doc)))
