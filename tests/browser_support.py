@@ -9,7 +9,8 @@
   that would leave the test server (Chromium sends each of those to a proxy that is not there, so
   none leaves: ``launch_chromium``);
 - ``visit``: open one page, wait for the load event and for MathJax, force every image to load,
-  take a full-page screenshot, and collect what the tests check;
+  take a full-page screenshot, try its links to the pages around it (``clickable``), and collect
+  what the tests check;
 - ``probe_cjk_fonts``: which fonts actually drew each run of Chinese text (Chromium's
   ``CSS.getPlatformFontsForNode``);
 - ``FontCoverage``: whether those fonts have glyphs for it, as fontconfig says;
@@ -548,9 +549,8 @@ def visit(tab: ReaderTab, base: str, docname: str, screenshot_dir: Path | None, 
         result.clickable = {"next": clickable(page.locator("a.right-next")),
                             "prev": clickable(page.locator("a.left-prev"))}
         if sidebar_target is not None:
-            found = [i for i, url in enumerate(result.sidebar) if docname_of(base, url) == sidebar_target]
-            result.clickable["sidebar"] = (clickable(page.locator(SIDEBAR_LINKS).nth(found[0])) if found
-                                           else f"no link to {sidebar_target}")
+            link = sidebar_link(page, base, sidebar_target)
+            result.clickable["sidebar"] = clickable(link) if link is not None else f"no link to {sidebar_target}"
         # Last, because it rewraps the page's text in probe spans.
         result.cjk = probe_cjk_fonts(context, page)
         page.wait_for_load_state("networkidle")  # late requests (fonts, the favicon) are recorded too
@@ -559,6 +559,13 @@ def visit(tab: ReaderTab, base: str, docname: str, screenshot_dir: Path | None, 
 
 SIDEBAR_LINKS = "#pst-primary-sidebar a[href]"  # the sidebar's links, as NAVIGATION reads them
 CLICK_TIMEOUT_MS = 5_000
+
+
+def sidebar_link(page, base: str, docname: str):
+    """The locator of the sidebar's (first) link to ``docname``, or None when the sidebar has none."""
+    hrefs = page.eval_on_selector_all(SIDEBAR_LINKS, "links => links.map(a => a.href)")
+    found = [i for i, href in enumerate(hrefs) if docname_of(base, href) == docname]
+    return page.locator(SIDEBAR_LINKS).nth(found[0]) if found else None
 
 
 def clickable(locator, timeout_ms: int = CLICK_TIMEOUT_MS) -> str | None:
@@ -572,7 +579,7 @@ def clickable(locator, timeout_ms: int = CLICK_TIMEOUT_MS) -> str | None:
     except Exception as error:  # noqa: BLE001 - Playwright's call log says what stood in the way
         lines = [line.strip(" -") for line in str(error).splitlines()]
         reasons = [line for line in lines if "intercepts pointer events" in line or line.startswith("element is not")]
-        return (reasons or lines)[-1 if reasons else 0]
+        return reasons[-1] if reasons else lines[0]
     return None
 
 

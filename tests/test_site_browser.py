@@ -48,7 +48,6 @@ from .browser_support import (
     MATH,
     PHONE_WINDOW,
     RAW_TEX,
-    SIDEBAR_LINKS,
     FontCoverage,
     ReaderTab,
     Recorder,
@@ -61,6 +60,7 @@ from .browser_support import (
     page_url,
     probe_cjk_fonts,
     serve,
+    sidebar_link,
     toc_docnames,
     visit,
     visit_phone,
@@ -392,8 +392,7 @@ def test_site_root_opens_the_home_page(browser, site):
     context, page = new_page(browser, recorder)
     try:
         page.goto(site)
-        page.wait_for_url(page_url(site, PAGES[0]), timeout=15_000)
-        page.wait_for_load_state("load")
+        page.wait_for_url(page_url(site, PAGES[0]), timeout=15_000)  # until the first page's load event
     finally:
         context.close()
     problems = recorder.network_problems(walked=True) + recorder.console_errors
@@ -412,18 +411,23 @@ def test_sidebar_links_open_every_page(visits, wide, site):
                 for i, docname in enumerate(PAGES) if visits(docname).clickable["sidebar"]]
     recorder = Recorder(site)
     with wide.recorded(recorder) as page:
-        page.goto(page_url(site, PAGES[-1]))
-        hrefs = page.eval_on_selector_all(SIDEBAR_LINKS, "links => links.map(a => a.href)")
-        matches = [i for i, href in enumerate(hrefs) if docname_of(site, href) == PAGES[0]]
-        if matches:
-            with page.expect_navigation():
-                page.locator(SIDEBAR_LINKS).nth(matches[0]).click()
-            if docname_of(site, page.url) != PAGES[0]:
-                problems.append(f"{PAGES[-1]}: the sidebar link to {PAGES[0]} opened {page.url}")
-        else:
-            problems.append(f"{PAGES[-1]}: no sidebar link to {PAGES[0]}")
+        problems += _followed(page, site, PAGES[-1], lambda: sidebar_link(page, site, PAGES[0]), PAGES[0],
+                              f"the sidebar link to {PAGES[0]}")
     problems += recorder.network_problems(walked=True) + recorder.console_errors
     assert not problems, report("sidebar links", problems)
+
+
+def _followed(page, site, start: str, link, expected: str, what: str) -> list[str]:
+    """Open ``start``, click ``link()`` (a locator, or None: ``what``) and follow it; the problem if the page
+    has no such link or it does not open ``expected``."""
+    page.goto(page_url(site, start))
+    found = link()
+    if found is None or not found.count():
+        return [f"{start}: no {what}"]
+    with page.expect_navigation():
+        found.click()
+    opened = docname_of(site, page.url)
+    return [] if opened == expected else [f"{start}: {what} opened {page.url}, not {expected}"]
 
 
 def _chain(visits, site, start: str, kind: str) -> list[str]:
@@ -454,11 +458,8 @@ def test_next_and_previous_links_walk_every_page_in_order(visits, wide, site):
     recorder = Recorder(site)
     with wide.recorded(recorder) as page:
         for start, selector, expected in ((PAGES[0], "a.right-next", PAGES[1]), (PAGES[-1], "a.left-prev", PAGES[-2])):
-            page.goto(page_url(site, start))
-            with page.expect_navigation():
-                page.locator(selector).first.click()
-            if docname_of(site, page.url) != expected:
-                problems.append(f"{start}: its {selector} link opened {page.url}, not {expected}")
+            problems += _followed(page, site, start, lambda: page.locator(selector).first, expected,
+                                  f"its {selector} link")
     problems += recorder.network_problems(walked=True) + recorder.console_errors
     assert not problems, report("next/previous links", problems)
 
